@@ -1,0 +1,23 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { InferenceBackend } from '../../../libs/engine/src/backend/inference-backend';
+import { EngineModule } from '../../../libs/engine/src/engine.module';
+import { ModelCatalog } from '../../../libs/store/src/catalog';
+import { OpenAIModule } from '../../../libs/dialects/src/openai/openai.module';
+import { LocalRunnerModule } from '../../../libs/dialects/src/local-runner/local-runner.module';
+import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
+import { ServerConfig, SERVER_CONFIG } from './config/server-config';
+
+/** The application: the engine plus one module per feature, chosen by the flags. */
+@Module({})
+export class AppModule {
+  static forRoot(config: ServerConfig, backend: InferenceBackend): DynamicModule {
+    const catalog = new ModelCatalog({ defaultModel: config.defaultModel, storeDir: config.storeDir });
+    return {
+      module: AppModule,
+      global: true,
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), ObservabilityModule, OpenAIModule, LocalRunnerModule],
+      providers: [{ provide: SERVER_CONFIG, useValue: config }],
+      exports: [SERVER_CONFIG],
+    };
+  }
+}

@@ -1,0 +1,65 @@
+import { Logger, LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { readFileSync } from 'node:fs';
+import { InferenceBackend } from '../../../libs/engine/src/backend/inference-backend';
+import { loadBackend } from '../../../libs/engine/src/backend/backend-loader';
+import { ModelManager } from '../../../libs/engine/src/models/model-manager';
+import { NoModelError } from '../../../libs/engine/src/core/errors';
+import { installBodyParsing } from '../../../libs/http/src/body-parsing';
+import { HttpErrorFilter } from '../../../libs/http/src/error.filter';
+import { validationPipe } from '../../../libs/http/src/validation';
+import { BootState } from '../../../libs/observability/src/boot-state';
+import { MetricsService } from '../../../libs/observability/src/metrics.service';
+import { AppModule } from './app.module';
+import { BODY_LIMIT, ServerConfig } from './config/server-config';
+
+const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {
+  error: ['fatal', 'error'],
+  warn: ['fatal', 'error', 'warn'],
+  log: ['fatal', 'error', 'warn', 'log'],
+  debug: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
+};
+
+/** Builds and starts the HTTP server; the returned app is closed on SIGTERM by main. */
+export async function bootstrap(config: ServerConfig, backend?: InferenceBackend): Promise<NestFastifyApplication> {
+  const log = new Logger('svc');
+  const engineBackend = backend ?? loadBackend(config.backend);
+  const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert) } : undefined;
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, ...(https ? { https } : {}) });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
+    logger: LEVELS[config.logLevel],
+    bodyParser: false,
+  });
+  const fastify = app.getHttpAdapter().getInstance();
+  installBodyParsing(fastify, BODY_LIMIT);
+  const metrics = app.get(MetricsService);
+  fastify.addHook('onResponse', (req, reply, done) => {
+    metrics.observeHttp(req.method, req.routeOptions?.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  app.useGlobalFilters(new HttpErrorFilter());
+  app.useGlobalPipes(validationPipe());
+  await app.listen(config.port, config.host);
+  log.log(`listening on ${https ? 'https' : 'http'}://${config.host}:${config.port} (backend ${engineBackend.name})`);
+  void loadDefaultModel(app, log);
+  return app;
+}
+
+/** Loads the default model after listening, so /healthz can report "loading". */
+async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promise<void> {
+  const boot = app.get(BootState);
+  try {
+    boot.model = await app.get(ModelManager).acquire('');
+    boot.state = 'ready';
+  } catch (err) {
+    if (err instanceof NoModelError) {
+      boot.state = 'no-model';
+      log.warn('no model in the store: generation routes answer 503 until one is pulled (POST /api/pull)');
+      return;
+    }
+    boot.state = 'failed';
+    boot.error = (err as Error).message;
+    log.error(`loading the default model failed: ${boot.error}`);
+  }
+}

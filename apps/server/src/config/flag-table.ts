@@ -1,0 +1,50 @@
+/**
+ * Every startup flag. Spec flags whose features arrive with later work are
+ * accepted now (and documented as such in the README) so scripts never break.
+ */
+export type FlagKind = 'string' | 'bool' | 'int' | 'list';
+
+export interface FlagDef {
+  name: string;
+  kind: FlagKind;
+  help: string;
+  aliases?: string[];
+  /** Environment variable read when the flag is absent. */
+  env?: string;
+}
+
+export const FLAGS: FlagDef[] = [
+  { name: 'm', kind: 'string', help: 'default model: a GGUF path or a store name', env: 'SVC_MODEL' },
+  { name: 'addr', kind: 'string', help: 'listen address host:port (default 127.0.0.1:11435)', env: 'SVC_ADDR' },
+  { name: 'store', kind: 'string', help: "svc's own model store (default ~/.svc/models)", env: 'SVC_STORE' },
+  { name: 'concurrency', kind: 'int', help: 'sequences generating at once (default 4)', aliases: ['conc'], env: 'SVC_CONCURRENCY' },
+  { name: 'queue', kind: 'int', help: 'requests waiting beyond -concurrency before 429 (default 64)' },
+  { name: 'threads', kind: 'int', help: 'CPU threads for decoding (default: all cores)', env: 'SVC_THREADS' },
+  { name: 'threads-batch', kind: 'int', help: 'CPU threads for prompt batches (default: -threads)' },
+  { name: 'ctx-size', kind: 'int', help: 'positions per request (default: the model\'s, at most 4096)', aliases: ['c'] },
+  { name: 'batch-size', kind: 'int', help: 'tokens per decode step (default 512)', aliases: ['b'] },
+  { name: 'gpu-layers', kind: 'int', help: 'layers offloaded to the GPU (default all; 0 = none)', aliases: ['ngl'] },
+  { name: 'backend', kind: 'string', help: 'auto, cpu, cuda or metal (default auto)', env: 'SVC_BACKEND' },
+  { name: 'flash-attn', kind: 'string', help: 'auto, on or off (default auto)', aliases: ['fa'] },
+  { name: 'cache-slots', kind: 'int', help: 'retained prompts kept for prefix reuse (default 8)' },
+  { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
+  // Spec flags (features of later modules; accepted and validated now).
+  { name: 'embed', kind: 'string', help: 'encoder model for embeddings and retrieval' },
+  { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes' },
+  { name: 'rerank', kind: 'string', help: 'reranker model for the rerank routes' },
+  { name: 'index', kind: 'bool', help: 'with -embed, enable /v1/retrieve' },
+  { name: 'studio', kind: 'bool', help: 'enable the local studio page' },
+  { name: 'studio-exec', kind: 'bool', help: 'allow command execution from the studio page' },
+  { name: 'pull', kind: 'bool', help: 'model-store routes (default true; -pull=false answers 501)' },
+  { name: 'cors', kind: 'list', help: 'permit this web origin (repeatable)' },
+  { name: 'tls-cert', kind: 'string', help: 'serve HTTPS with this certificate (PEM)' },
+  { name: 'tls-key', kind: 'string', help: 'private key for -tls-cert (PEM)' },
+  { name: 'classification', kind: 'bool', help: 'enforce classification markings' },
+  { name: 'context-key', kind: 'string', help: 'seal snapshot and export files with this key', env: 'SVC_CONTEXT_KEY' },
+  { name: 'profile', kind: 'string', help: 'enterprise: the stricter profile' },
+  { name: 'allow-legacy-snapshots', kind: 'bool', help: 'accept snapshots from before 0.3.0' },
+  { name: 'lexicon', kind: 'string', help: 'word list for the svc_lexicon constraint' },
+  { name: 'api-key', kind: 'list', help: 'accept this API key (repeatable)', env: 'SVC_API_KEY' },
+  { name: 'help', kind: 'bool', help: 'print this help', aliases: ['h'] },
+  { name: 'version', kind: 'bool', help: 'print the version' },
+];

@@ -1,0 +1,105 @@
+import { homedir, availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
+import { FlagError, FlagValues } from './flags';
+
+export const SERVER_CONFIG = Symbol('SERVER_CONFIG');
+export const VERSION = '0.3.0';
+/** JSON bodies above this answer 413 (spec: 32 MiB). */
+export const BODY_LIMIT = 32 * 1024 * 1024;
+
+/** One typed config, made once at boot from the flags. */
+export interface ServerConfig {
+  host: string;
+  port: number;
+  defaultModel?: string;
+  storeDir: string;
+  backend: 'auto' | 'cpu' | 'cuda' | 'metal';
+  logLevel: 'error' | 'warn' | 'log' | 'debug';
+  engine: EngineConfig;
+  pull: boolean;
+  cors: string[];
+  apiKeys: string[];
+  tlsCert?: string;
+  tlsKey?: string;
+  /** Flags accepted now whose features come with later modules. */
+  features: {
+    embed?: string;
+    whisper: boolean;
+    rerank?: string;
+    index: boolean;
+    studio: boolean;
+    studioExec: boolean;
+    classification: boolean;
+    contextKey?: string;
+    profile?: string;
+    allowLegacySnapshots: boolean;
+    lexicon?: string;
+  };
+}
+
+export function buildConfig(f: FlagValues): ServerConfig {
+  const [host, port] = parseAddr(String(f.addr ?? '127.0.0.1:11435'));
+  const engine = defaultEngineConfig(availableParallelism());
+  const int = (k: string, min: number, max: number): number | undefined => {
+    const v = f[k] as number | undefined;
+    if (v === undefined) return undefined;
+    if (v < min || v > max) throw new FlagError(`flag -${k} must be between ${min} and ${max}, got ${v}`);
+    return v;
+  };
+  engine.concurrency = int('concurrency', 1, 128) ?? engine.concurrency;
+  engine.queueLimit = int('queue', 0, 100000) ?? engine.queueLimit;
+  engine.threads = int('threads', 1, 1024) ?? engine.threads;
+  engine.threadsBatch = int('threads-batch', 1, 1024) ?? engine.threads;
+  engine.ctxSize = int('ctx-size', 0, 1 << 20) ?? engine.ctxSize;
+  engine.batchSize = int('batch-size', 1, 1 << 16) ?? engine.batchSize;
+  engine.gpuLayers = int('gpu-layers', -1, 10000) ?? engine.gpuLayers;
+  engine.cacheSlots = int('cache-slots', 0, 128) ?? engine.cacheSlots;
+  engine.flashAttn = oneOf(f, 'flash-attn', ['auto', 'on', 'off'] as const) ?? 'auto';
+  const backend = oneOf(f, 'backend', ['auto', 'cpu', 'cuda', 'metal'] as const) ?? 'auto';
+  const logLevel = oneOf(f, 'log-level', ['error', 'warn', 'log', 'debug'] as const) ?? 'log';
+  const profile = oneOf(f, 'profile', ['default', 'enterprise'] as const);
+  if (f['tls-key'] && !f['tls-cert']) throw new FlagError('flag -tls-key needs -tls-cert');
+  return {
+    host,
+    port,
+    defaultModel: f.m as string | undefined,
+    storeDir: resolve(String(f.store ?? join(homedir(), '.svc', 'models'))),
+    backend,
+    logLevel,
+    engine,
+    pull: f.pull !== false,
+    cors: (f.cors as string[] | undefined) ?? [],
+    apiKeys: (f['api-key'] as string[] | undefined) ?? [],
+    tlsCert: f['tls-cert'] as string | undefined,
+    tlsKey: f['tls-key'] as string | undefined,
+    features: {
+      embed: f.embed as string | undefined,
+      whisper: f.whisper === true,
+      rerank: f.rerank as string | undefined,
+      index: f.index === true,
+      studio: f.studio === true,
+      studioExec: f['studio-exec'] === true,
+      classification: f.classification === true,
+      contextKey: f['context-key'] as string | undefined,
+      profile,
+      allowLegacySnapshots: f['allow-legacy-snapshots'] === true,
+      lexicon: f.lexicon as string | undefined,
+    },
+  };
+}
+
+function oneOf<T extends string>(f: FlagValues, k: string, allowed: readonly T[]): T | undefined {
+  const v = f[k] as string | undefined;
+  if (v === undefined) return undefined;
+  if (!allowed.includes(v as T)) throw new FlagError(`flag -${k} must be one of ${allowed.join(', ')}, got "${v}"`);
+  return v as T;
+}
+
+function parseAddr(addr: string): [string, number] {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
+  if (!m) throw new FlagError(`flag -addr wants host:port, got "${addr}"`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new FlagError(`flag -addr port out of range: ${port}`);
+  return [m[1] ?? (m[2] || '0.0.0.0'), port];
+}

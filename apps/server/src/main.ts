@@ -1,0 +1,51 @@
+import 'reflect-metadata';
+import { bootstrap } from './bootstrap';
+import { buildConfig, VERSION } from './config/server-config';
+import { FlagError, helpText, parseFlags } from './config/flags';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    const { flags, positional } = parseFlags(process.argv.slice(2), process.env);
+    if (flags.help) {
+      console.log(helpText());
+      return;
+    }
+    if (flags.version) {
+      console.log(`svc ${VERSION}`);
+      return;
+    }
+    if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
+    config = buildConfig(flags);
+  } catch (err) {
+    if (err instanceof FlagError) {
+      console.error(`svc: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const app = await bootstrap(config);
+  // Graceful stop: no new requests, running streams end cleanly, the engine is freed.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`svc: ${signal}: finishing running requests`);
+    const force = setTimeout(() => process.exit(1), 60_000);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(`svc: shutdown failed: ${(err as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(`svc: ${(err as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,120 @@
+import { InvalidRequestError } from '../../../../engine/src/core/errors';
+import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
+import { checkMessages, constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { ChatCompletionRequestDto } from '../protocol/chat-completion.dto';
+import { CompletionRequestDto } from '../protocol/completion.dto';
+
+export const CHAT_DEFAULT_MAX_TOKENS = 512;
+
+/** Chat-completions DTO → the core request. Pure: no I/O, no engine. */
+export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSignal): GenerationRequest {
+  checkMessages(d.messages as Array<{ role?: unknown }>);
+  checkN(d.n);
+  if (d.logprobs && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
+  return {
+    model: d.model ?? '',
+    prompt: {
+      kind: 'chat',
+      messages: d.messages.map(toCoreMessage),
+      tools: d.tools?.map(toCoreTool),
+      toolChoice: toolChoice(d.tool_choice),
+      parallelToolCalls: d.parallel_tool_calls,
+    },
+    sampling: samplingFrom(d),
+    maxTokens: d.max_completion_tokens ?? d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
+    stop: stopsFrom(d.stop),
+    constraint: constraintFrom(d, responseFormat(d.response_format)),
+    logprobs: d.logprobs ? (d.top_logprobs && d.top_logprobs > 0 ? d.top_logprobs : -1) : 0,
+    retainPrefix: d.svc_retain_prefix ?? true,
+    signal,
+  };
+}
+
+/** Completions DTO → the core request (raw prompt continuation). */
+export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortSignal): GenerationRequest {
+  checkN(d.n);
+  const prompt = Array.isArray(d.prompt) ? d.prompt : [d.prompt];
+  if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
+  return {
+    model: d.model ?? '',
+    prompt: { kind: 'text', text: prompt[0] },
+    sampling: { ...samplingFrom(d), ignoreEos: d.ignore_eos },
+    maxTokens: d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
+    stop: stopsFrom(d.stop),
+    constraint: constraintFrom(d, { kind: 'none' }),
+    logprobs: d.logprobs !== undefined ? (d.logprobs > 0 ? d.logprobs : -1) : 0,
+    retainPrefix: d.svc_retain_prefix ?? true,
+    signal,
+  };
+}
+
+function checkN(n: number | undefined): void {
+  if (n !== undefined && n !== 1) throw new InvalidRequestError(`n must be 1; this server returns one choice per request (got ${n})`);
+}
+
+function responseFormat(rf: ChatCompletionRequestDto['response_format']): OutputConstraint {
+  if (!rf || rf.type === undefined || rf.type === 'text') return { kind: 'none' };
+  if (rf.type === 'json_object') return { kind: 'json' };
+  if (rf.type === 'json_schema') {
+    const schema = rf.json_schema?.schema;
+    if (!schema || typeof schema !== 'object') throw new InvalidRequestError('response_format.json_schema.schema must be a JSON Schema object');
+    return { kind: 'json_schema', schema };
+  }
+  throw new InvalidRequestError(`response_format.type must be text, json_object or json_schema, got "${rf.type}"`);
+}
+
+function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessage {
+  const content = m.content;
+  if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content)) {
+    throw new InvalidRequestError(`cannot parse request: messages[${i}].content must be a string or an array of parts`);
+  }
+  const out: CoreMessage = { role: m.role as string, content: (content ?? '') as CoreMessage['content'] };
+  if (Array.isArray(content)) out.content = content.map((p, j) => toPart(p, i, j));
+  if (typeof m.name === 'string') out.name = m.name;
+  if (Array.isArray(m.tool_calls)) out.tool_calls = m.tool_calls as CoreMessage['tool_calls'];
+  if (typeof m.tool_call_id === 'string') out.tool_call_id = m.tool_call_id;
+  return out;
+}
+
+const PART_TYPES = new Set(['text', 'image_url', 'file', 'video_url', 'video', 'input_audio']);
+
+function toPart(p: unknown, i: number, j: number): Exclude<CoreMessage['content'], string | null>[number] {
+  const part = p as { type?: string; text?: unknown };
+  if (!part || typeof part !== 'object' || typeof part.type !== 'string' || !PART_TYPES.has(part.type)) {
+    throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}].type must be one of text, image_url, file, video_url, video`);
+  }
+  if (part.type === 'text') {
+    if (typeof part.text !== 'string') throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}].text must be a string`);
+    return { type: 'text', text: part.text };
+  }
+  // Media parts reach the engine, which refuses them for a model without a vision projector.
+  const kinds = { image_url: 'image', file: 'file', video_url: 'video', video: 'video', input_audio: 'audio' } as const;
+  const kind = kinds[part.type as keyof typeof kinds];
+  const body = (p as Record<string, unknown>)[part.type] as { url?: unknown; file_data?: unknown; data?: unknown } | string | undefined;
+  const url = typeof body === 'string' ? body : typeof body?.url === 'string' ? body.url : undefined;
+  const data = typeof body === 'object' && typeof (body.file_data ?? body.data) === 'string' ? String(body.file_data ?? body.data) : undefined;
+  if (!url && !data) throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}] has no ${part.type} url or data`);
+  return { type: 'media', kind, url, data };
+}
+
+function toCoreTool(t: Record<string, unknown>, i: number): CoreTool {
+  const fn = t.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
+  if (t.type !== 'function' || !fn || typeof fn.name !== 'string') {
+    throw new InvalidRequestError(`cannot parse request: tools[${i}] must be {type: "function", function: {name, parameters}}`);
+  }
+  return {
+    type: 'function',
+    function: { name: fn.name, description: fn.description as string | undefined, parameters: fn.parameters as Record<string, unknown> | undefined },
+  };
+}
+
+function toolChoice(tc: ChatCompletionRequestDto['tool_choice']): CoreToolChoice | undefined {
+  if (tc === undefined || tc === null) return undefined;
+  if (typeof tc === 'string') {
+    if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
+    throw new InvalidRequestError(`tool_choice must be auto, none, required or a named function, got "${tc}"`);
+  }
+  const name = tc.function?.name;
+  if (typeof name !== 'string') throw new InvalidRequestError('tool_choice.function.name must be a string');
+  return { name };
+}

@@ -1,0 +1,67 @@
+import { GenerationEvent, TokenLogprob, ToolCallEvent } from '../../../../engine/src/core/generation-events';
+import { StreamWriter } from '../../../../http/src/sse';
+import { collect, newId, nowSeconds } from '../../shared/collect';
+import { WireChatLogprob, WireToolCall } from '../protocol/wire-types';
+import { wireUsage } from './usage';
+
+/** Renders the core event stream as chat.completion / chat.completion.chunk. */
+export class ChatRenderer {
+  private readonly id = newId('chatcmpl-');
+  private readonly created = nowSeconds();
+
+  constructor(private readonly model: string) {}
+
+  async complete(events: AsyncIterable<GenerationEvent>): Promise<unknown> {
+    const c = await collect(events);
+    const toolCalls = c.toolCalls.map(wireToolCall);
+    return {
+      id: this.id,
+      object: 'chat.completion',
+      created: this.created,
+      model: this.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: toolCalls.length && !c.text ? null : c.text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+          logprobs: c.logprobs.length ? { content: c.logprobs.map(wireLogprob) } : null,
+          finish_reason: c.done.finishReason,
+        },
+      ],
+      usage: wireUsage(c.done.usage),
+    };
+  }
+
+  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    out.event(this.chunk({ role: 'assistant', content: '' }, null));
+    for await (const ev of events) {
+      if (out.closed) break;
+      if (ev.type === 'delta') {
+        if (ev.text) out.event(this.chunk({ content: ev.text }, null));
+      } else if (ev.type === 'tool_calls') {
+        out.event(this.chunk({ tool_calls: ev.calls.map((c) => ({ index: c.index, ...wireToolCall(c) })) }, null));
+      } else {
+        out.event({ ...this.chunk({}, ev.finishReason), usage: wireUsage(ev.usage) });
+        out.event('[DONE]');
+      }
+    }
+    out.end();
+  }
+
+  private chunk(delta: Record<string, unknown>, finish: string | null): Record<string, unknown> {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    };
+  }
+}
+
+export function wireToolCall(c: ToolCallEvent): WireToolCall {
+  return { id: c.id || newId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } };
+}
+
+function wireLogprob(l: TokenLogprob): WireChatLogprob {
+  return { token: l.token, logprob: l.logprob, bytes: l.bytes, top_logprobs: l.top };
+}

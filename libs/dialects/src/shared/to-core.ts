@@ -1,0 +1,69 @@
+import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { CoreMessage, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
+import { SamplingFieldsDto } from './sampling.dto';
+
+/** Pieces of the core request every dialect derives the same way. */
+
+const ROLE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function checkMessages(messages: Array<{ role?: unknown }> | undefined): void {
+  if (!messages || messages.length === 0) throw new InvalidRequestError('messages is empty');
+  messages.forEach((m, i) => {
+    if (typeof m?.role !== 'string' || !ROLE.test(m.role)) {
+      throw new InvalidRequestError(
+        `messages[${i}].role is not a role name. A role is letters, digits, underscore, hyphen, dot, up to 64 characters`,
+      );
+    }
+  });
+}
+
+export function samplingFrom(d: SamplingFieldsDto): SamplingParams {
+  const logitBias: Record<number, number> = {};
+  for (const [k, v] of Object.entries(d.logit_bias ?? {})) {
+    if (!/^\d+$/.test(k) || typeof v !== 'number') throw new InvalidRequestError(`cannot parse request: logit_bias.${k}: must map token ids to numbers`);
+    logitBias[Number(k)] = v;
+  }
+  return {
+    temperature: d.temperature,
+    topP: d.top_p,
+    topK: d.top_k,
+    minP: d.min_p,
+    typicalP: d.typical_p,
+    seed: d.seed,
+    presencePenalty: d.presence_penalty,
+    frequencyPenalty: d.frequency_penalty,
+    repeatPenalty: d.repeat_penalty,
+    repeatLastN: d.repeat_last_n,
+    logitBias: Object.keys(logitBias).length ? logitBias : undefined,
+    dryMultiplier: d.svc_dry_multiplier,
+    dryBase: d.svc_dry_base,
+    dryAllowedLength: d.svc_dry_allowed_length,
+    bannedTokens: d.svc_banned_tokens,
+  };
+}
+
+export function stopsFrom(stop: string | string[] | undefined): string[] {
+  if (stop === undefined) return [];
+  return (Array.isArray(stop) ? stop : [stop]).filter((s) => s.length > 0);
+}
+
+/** svc_schema wins over svc_grammar, svc_format and the dialect's own format field. */
+export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstraint): OutputConstraint {
+  if (d.svc_schema) return { kind: 'json_schema', schema: d.svc_schema };
+  const gbnf = d.svc_grammar ?? d.grammar;
+  if (gbnf) return { kind: 'grammar', gbnf };
+  if (d.svc_format !== undefined) {
+    if (d.svc_format !== 'json') throw new InvalidRequestError(`svc_format must be "json", got "${d.svc_format}"`);
+    return { kind: 'json' };
+  }
+  return dialectFormat;
+}
+
+/** Plain text of a message's content (string or text parts); other parts are kept as core parts. */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : '')).join('');
+  return '';
+}
+
+export type { CoreMessage };

@@ -1,0 +1,210 @@
+/**
+ * The contract between the TypeScript engine library and the native addon
+ * (native/src, compiled per backend: cpu, cuda, metal). Every backend's .node
+ * exports exactly this shape; nothing above libs/engine sees it.
+ *
+ * Threading rule: calls that compute (load, tokenize, step, state reads) run on
+ * a worker thread and return promises. The scheduler never issues a KV operation
+ * on a context while a step() on it is in flight.
+ */
+
+export interface NativeModelInfo {
+  architecture: string;
+  /** Training context length (n_ctx_train). */
+  nCtxTrain: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  nVocab: number;
+  nParams: number;
+  /** Bytes of tensor data. */
+  sizeBytes: number;
+  /** Default chat template from GGUF metadata, or null when the model has none. */
+  chatTemplate: string | null;
+  bos: number;
+  eos: number;
+  eot: number;
+  addBos: boolean;
+  hasEncoder: boolean;
+  hasDecoder: boolean;
+  /** llama_model_desc, e.g. "llama ?B all F32". */
+  description: string;
+  /** Every GGUF metadata key/value as strings (arrays abbreviated by llama.cpp). */
+  metadata: Record<string, string>;
+}
+
+export interface NativeLoadOptions {
+  /** Layers to offload to the GPU; ignored by the CPU backend. -1 = all. */
+  nGpuLayers?: number;
+  useMmap?: boolean;
+}
+
+export interface NativeContextOptions {
+  /** Total KV cells shared by all sequences (kv_unified). */
+  nCtx: number;
+  nBatch: number;
+  nUbatch: number;
+  nSeqMax: number;
+  nThreads: number;
+  nThreadsBatch: number;
+  /** 'auto' | 'on' | 'off'; default auto. */
+  flashAttn?: 'auto' | 'on' | 'off';
+}
+
+export interface NativeToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface NativeParsedMessage {
+  content: string;
+  reasoningContent: string;
+  toolCalls: NativeToolCall[];
+}
+
+/** Input of applyChatTemplate, OpenAI-shaped (llama.cpp common's oaicompat parsers read it). */
+export interface NativeChatInput {
+  messages: unknown[];
+  tools?: unknown[];
+  /** 'auto' | 'none' | 'required' */
+  toolChoice?: string;
+  parallelToolCalls?: boolean;
+  addGenerationPrompt?: boolean;
+  /** Continue the final assistant message instead of opening a new turn (prefill). */
+  continueFinalMessage?: boolean;
+  /** Template override (Jinja source); empty = the model's own or llama.cpp's fallback. */
+  templateOverride?: string;
+  jsonSchema?: string;
+  grammar?: string;
+}
+
+/** A rendered chat prompt; keeps llama.cpp's chat params for sampling and parsing. */
+export interface NativeChatPrompt {
+  readonly prompt: string;
+  /** common_chat_format_name of the detected format. */
+  readonly format: string;
+  readonly grammar: string;
+  readonly grammarLazy: boolean;
+  readonly additionalStops: string[];
+  readonly generationPrompt: string;
+  /** Parse generated text (partial=true while streaming) into content and tool calls. */
+  parse(text: string, partial: boolean): NativeParsedMessage;
+}
+
+export interface NativeSamplerOptions {
+  /** <= 0 means greedy. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  typicalP?: number;
+  seed?: number;
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** [token, bias] pairs; bias -Infinity bans the token. */
+  logitBias?: Array<[number, number]>;
+  dryMultiplier?: number;
+  dryBase?: number;
+  dryAllowedLength?: number;
+  dryPenaltyLastN?: number;
+  /** GBNF text; an invalid grammar throws. */
+  grammar?: string;
+  /** JSON Schema text, converted with llama.cpp's json_schema_to_grammar; invalid throws. */
+  jsonSchema?: string;
+  /** Use the chat prompt's grammar (tool calls), lazy triggers and preserved tokens. */
+  chat?: NativeChatPrompt;
+  ignoreEos?: boolean;
+}
+
+export interface NativeSampler {
+  /** Feed a prompt token to the penalty history (not the grammar). */
+  acceptPrompt(tokens: Int32Array): void;
+  dispose(): void;
+}
+
+export interface NativeBatch {
+  tokens: Int32Array;
+  pos: Int32Array;
+  seq: Int32Array;
+  /** 1 where logits are wanted for that entry. */
+  logits: Uint8Array;
+}
+
+export interface NativeSampleRequest {
+  /** Index into the batch of an entry with logits = 1. */
+  index: number;
+  sampler: NativeSampler;
+  /** 0 = none; else the number of top alternatives (raw logits, log-softmax) to return. */
+  topLogprobs: number;
+}
+
+export interface NativeTokenLogprob {
+  /** log-softmax of the raw logits for the sampled token. */
+  logprob: number;
+  /** Best alternatives, sorted by logprob descending: [token, logprob]. */
+  top: Array<[number, number]>;
+}
+
+export interface NativeStepResult {
+  /** llama_decode's return: 0 ok, 1 no KV slot, negative error. Tokens are empty unless 0. */
+  status: number;
+  /** One sampled token per sample request, in order (already accepted by the sampler). */
+  tokens: Int32Array;
+  /** Present per sample request that asked for topLogprobs > 0 (null otherwise). */
+  logprobs: Array<NativeTokenLogprob | null>;
+  /** Microseconds spent in llama_decode and in sampling. */
+  decodeUs: number;
+  sampleUs: number;
+}
+
+export interface NativeContext {
+  readonly nCtx: number;
+  readonly nSeqMax: number;
+  readonly nBatch: number;
+  createSampler(opts: NativeSamplerOptions): NativeSampler;
+  /** Decode one batch and sample the requested entries, all on a worker thread. */
+  step(batch: NativeBatch, samples: NativeSampleRequest[]): Promise<NativeStepResult>;
+  /** Raw logits of batch entry `index` from the last step (copy). */
+  logits(index: number): Float32Array;
+  seqRemove(seq: number, p0: number, p1: number): boolean;
+  seqCopy(src: number, dst: number, p0: number, p1: number): void;
+  seqKeep(seq: number): void;
+  seqPosMin(seq: number): number;
+  seqPosMax(seq: number): number;
+  /** Serialised KV state of one sequence (llama_state_seq_get_data). */
+  stateSeqGet(seq: number): Promise<Buffer>;
+  /** Load a sequence's state; resolves to bytes read (0 = failure). */
+  stateSeqSet(seq: number, data: Buffer): Promise<number>;
+  /** Drop every sequence's KV. */
+  clear(): void;
+  dispose(): void;
+}
+
+export interface NativeModel {
+  readonly info: NativeModelInfo;
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<Int32Array>;
+  tokenizeSync(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** Raw bytes of one token's piece (may be part of a UTF-8 character). */
+  tokenToPiece(token: number, special: boolean): Buffer;
+  detokenize(tokens: Int32Array, special: boolean): string;
+  isEog(token: number): boolean;
+  /** Render messages with the model's template via llama.cpp common/chat; throws on bad input. */
+  applyChatTemplate(input: NativeChatInput): NativeChatPrompt;
+  createContext(opts: NativeContextOptions): Promise<NativeContext>;
+  dispose(): void;
+}
+
+export interface NativeAddon {
+  readonly backend: 'cpu' | 'cuda' | 'metal';
+  /** llama_print_system_info */
+  systemInfo(): string;
+  /** GPU devices this backend sees (0 for cpu). */
+  deviceCount(): number;
+  /** Route llama.cpp/ggml logs (level: ggml_log_level) to JS; null restores silence. */
+  setLogger(fn: ((level: number, text: string) => void) | null): void;
+  loadModel(path: string, opts?: NativeLoadOptions): Promise<NativeModel>;
+}

@@ -1,0 +1,44 @@
+/**
+ * Engine-level failures. HTTP layers map them to status codes in one place
+ * (libs/http/src/errors), so the engine never knows about HTTP.
+ */
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequestError extends EngineError {
+  constructor(message: string) {
+    super(message, 400);
+  }
+}
+
+export class ModelNotFoundError extends EngineError {
+  constructor(message: string) {
+    super(message, 404);
+  }
+}
+
+export class NoModelError extends EngineError {
+  constructor() {
+    super('this server has no model. Pull one: POST /api/pull', 503);
+  }
+}
+
+/** The queue is full: 429 with an empty body and Retry-After: 1. */
+export class QueueFullError extends EngineError {
+  constructor() {
+    super('queue full', 429);
+  }
+}
+
+export class ServerShuttingDownError extends EngineError {
+  constructor() {
+    super('the server is shutting down', 503);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The one request model in the middle: every dialect maps its DTO to a
+ * GenerationRequest, and renders the GenerationEvent stream in its own format.
+ */
+
+/** A chat message as the engine sees it (OpenAI-shaped, which llama.cpp's common/chat reads). */
+export interface CoreMessage {
+  role: string;
+  content: string | CoreContentPart[] | null;
+  name?: string;
+  tool_calls?: CoreToolCall[];
+  tool_call_id?: string;
+  reasoning_content?: string;
+}
+
+export type CoreContentPart =
+  | { type: 'text'; text: string }
+  /** An image, PDF, video or audio part; its bytes or URL as the dialect gave them. */
+  | { type: 'media'; kind: 'image' | 'file' | 'video' | 'audio'; url?: string; data?: string; mime?: string };
+
+export interface CoreToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface CoreTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export type CoreToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+export type PromptInput =
+  /** Raw text continued as is (completions, raw generate). */
+  | { kind: 'text'; text: string }
+  /** Messages rendered through the model's chat template. */
+  | {
+      kind: 'chat';
+      messages: CoreMessage[];
+      tools?: CoreTool[];
+      toolChoice?: CoreToolChoice;
+      parallelToolCalls?: boolean;
+      /** The last assistant message is a prefill to continue. */
+      continueFinal?: boolean;
+    };
+
+export interface SamplingParams {
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  typicalP?: number;
+  seed?: number;
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** token id → bias; -Infinity (or <= -100 as OpenAI) bans. */
+  logitBias?: Record<number, number>;
+  dryMultiplier?: number;
+  dryBase?: number;
+  dryAllowedLength?: number;
+  bannedTokens?: number[];
+  /** Keep generating past end-of-generation tokens (benchmarks). */
+  ignoreEos?: boolean;
+}
+
+export type OutputConstraint =
+  | { kind: 'none' }
+  | { kind: 'json' }
+  | { kind: 'json_schema'; schema: unknown }
+  | { kind: 'grammar'; gbnf: string };
+
+export interface GenerationRequest {
+  /** Requested model name ('' = default). Resolved by the engine service. */
+  model: string;
+  prompt: PromptInput;
+  sampling: SamplingParams;
+  maxTokens: number;
+  stop: string[];
+  constraint: OutputConstraint;
+  /** Return raw-logit log-probabilities with this many alternatives (0 = off, -1 = chosen only). */
+  logprobs: number;
+  /** Keep this request's KV in the shared prefix cache when it finishes. */
+  retainPrefix: boolean;
+  /** Ends the generation at the next step (client disconnect). */
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_SAMPLING: Readonly<SamplingParams> = Object.freeze({});

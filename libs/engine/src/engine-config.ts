@@ -1,0 +1,35 @@
+/** Engine settings, from the startup flags (apps/server/src/config). */
+export interface EngineConfig {
+  /** Threads for single-token decode and for prompt batches. */
+  threads: number;
+  threadsBatch: number;
+  /** Sequences generating at once (-concurrency). */
+  concurrency: number;
+  /** Requests waiting beyond concurrency before 429 (-queue). */
+  queueLimit: number;
+  /** Positions per request; 0 = the model's training context, capped at 4096 (-ctx-size). */
+  ctxSize: number;
+  /** Tokens per decode call (-batch-size). */
+  batchSize: number;
+  /** Layers on the GPU (-gpu-layers; -1 = all). */
+  gpuLayers: number;
+  /** Sequence ids kept for retained prompts (prefix cache). */
+  cacheSlots: number;
+  flashAttn: 'auto' | 'on' | 'off';
+}
+
+export const ENGINE_CONFIG = Symbol('ENGINE_CONFIG');
+
+export function defaultEngineConfig(cpus: number): EngineConfig {
+  return {
+    threads: Math.max(1, cpus),
+    threadsBatch: Math.max(1, cpus),
+    concurrency: 4,
+    queueLimit: 64,
+    ctxSize: 0,
+    batchSize: 512,
+    gpuLayers: -1,
+    cacheSlots: 8,
+    flashAttn: 'auto',
+  };
+}

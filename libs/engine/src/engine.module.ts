@@ -1,0 +1,32 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { ModelCatalog } from '../../store/src/catalog';
+import { InferenceBackend } from './backend/inference-backend';
+import { EngineConfig, ENGINE_CONFIG } from './engine-config';
+import { EngineService } from './engine.service';
+import { ModelManager } from './models/model-manager';
+
+export interface EngineModuleOptions {
+  engine: EngineConfig;
+  catalog: ModelCatalog;
+  /** Built by the caller (the server picks the addon at boot; tests may pass a fake). */
+  backend: InferenceBackend;
+}
+
+/** The engine library as a Nest module: backend, catalog, model manager, engine service. */
+@Global()
+@Module({})
+export class EngineModule {
+  static forRoot(o: EngineModuleOptions): DynamicModule {
+    return {
+      module: EngineModule,
+      providers: [
+        { provide: ENGINE_CONFIG, useValue: o.engine },
+        { provide: InferenceBackend, useValue: o.backend },
+        { provide: ModelCatalog, useValue: o.catalog },
+        { provide: ModelManager, useFactory: (b: InferenceBackend, c: ModelCatalog) => new ModelManager(b, c, o.engine), inject: [InferenceBackend, ModelCatalog] },
+        EngineService,
+      ],
+      exports: [ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EngineService],
+    };
+  }
+}

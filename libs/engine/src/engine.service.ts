@@ -1,0 +1,111 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { NativeSamplerOptions } from './backend/native-addon';
+import { InvalidRequestError } from './core/errors';
+import { GenerationEvent } from './core/generation-events';
+import { GenerationRequest, OutputConstraint, PromptInput, SamplingParams } from './core/generation-request';
+import { LoadedModel } from './models/loaded-model';
+import { ModelManager } from './models/model-manager';
+import { renderPrompt } from './prompt/prompt-renderer';
+
+export interface GenerationHandle {
+  model: LoadedModel;
+  promptTokens: number;
+  events: AsyncIterable<GenerationEvent>;
+}
+
+/**
+ * The engine's front door for every dialect: resolve the model, render and
+ * tokenize the prompt, build the sampler (constraints included) and queue the
+ * request. Everything that can be refused is refused here, before a stream starts.
+ */
+@Injectable()
+export class EngineService implements OnApplicationShutdown {
+  constructor(@Inject(ModelManager) readonly models: ModelManager) {}
+
+  async generate(req: GenerationRequest): Promise<GenerationHandle> {
+    const lm = await this.models.acquire(req.model);
+    this.refuseEncoder(lm);
+    const rendered = renderPrompt(lm.native, req.prompt, req.constraint);
+    const tokens = await lm.native.tokenize(rendered.text, true, true);
+    if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
+    const limit = lm.scheduler.nCtxSeq;
+    if (tokens.length + 1 > limit) {
+      throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per request`);
+    }
+    const constraint = rendered.parseTools && rendered.chat?.grammar ? ({ kind: 'none' } as const) : req.constraint;
+    let sampler;
+    try {
+      sampler = lm.ctx.createSampler({
+        ...samplerOptions(req.sampling, constraint),
+        chat: rendered.parseTools ? rendered.chat : undefined,
+      });
+    } catch (err) {
+      throw new InvalidRequestError((err as Error).message);
+    }
+    let events: AsyncIterable<GenerationEvent>;
+    try {
+      events = lm.scheduler.submit({
+        modelName: lm.name,
+        promptTokens: tokens,
+        sampler,
+        maxTokens: req.maxTokens,
+        stop: [...req.stop, ...(rendered.chat?.additionalStops ?? [])],
+        logprobs: req.logprobs,
+        retainPrefix: req.retainPrefix,
+        chat: rendered.chat,
+        parseTools: rendered.parseTools,
+        ignoreEos: req.sampling.ignoreEos,
+        signal: req.signal,
+      });
+    } catch (err) {
+      sampler.dispose();
+      throw err;
+    }
+    return { model: lm, promptTokens: tokens.length, events };
+  }
+
+  /** Tokens of a prompt as the model would read it (template included). */
+  async countTokens(model: string, prompt: PromptInput): Promise<{ model: LoadedModel; tokens: number }> {
+    const lm = await this.models.acquire(model);
+    const rendered = renderPrompt(lm.native, prompt, { kind: 'none' });
+    const tokens = await lm.native.tokenize(rendered.text, true, true);
+    return { model: lm, tokens: tokens.length };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.models.close();
+  }
+
+  private refuseEncoder(lm: LoadedModel): void {
+    if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
+  }
+}
+
+/** Maps core sampling parameters and constraints onto llama.cpp's sampler options. */
+export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSamplerOptions {
+  const bias: Array<[number, number]> = [];
+  for (const [tok, b] of Object.entries(s.logitBias ?? {})) bias.push([Number(tok), b <= -100 ? -Infinity : b]);
+  for (const t of s.bannedTokens ?? []) bias.push([t, -Infinity]);
+  const o: NativeSamplerOptions = {
+    temperature: s.temperature,
+    topK: s.topK,
+    topP: s.topP,
+    minP: s.minP,
+    typicalP: s.typicalP,
+    seed: s.seed,
+    repeatPenalty: s.repeatPenalty,
+    repeatLastN: s.repeatLastN,
+    frequencyPenalty: s.frequencyPenalty,
+    presencePenalty: s.presencePenalty,
+    dryMultiplier: s.dryMultiplier,
+    dryBase: s.dryBase,
+    dryAllowedLength: s.dryAllowedLength,
+    logitBias: bias.length ? bias : undefined,
+    ignoreEos: s.ignoreEos,
+  };
+  if (c.kind === 'json') o.jsonSchema = '{"type":"object"}';
+  else if (c.kind === 'json_schema') o.jsonSchema = JSON.stringify(c.schema);
+  else if (c.kind === 'grammar') o.grammar = c.gbnf;
+  for (const k of Object.keys(o) as Array<keyof NativeSamplerOptions>) if (o[k] === undefined) delete o[k];
+  return o;
+}

@@ -1,0 +1,263 @@
+import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest } from '../backend/native-addon';
+import { QueueFullError, ServerShuttingDownError } from '../core/errors';
+import { GenerationEvent } from '../core/generation-events';
+import { PrefixCache } from './prefix-cache';
+import { Sequence, SequenceSpec } from './sequence';
+import { SchedulerStats } from './scheduler-stats';
+
+export interface SchedulerOptions {
+  /** Sequences generating at once. */
+  concurrency: number;
+  /** Requests waiting beyond `concurrency`; past it, submit throws QueueFullError. */
+  queueLimit: number;
+  /** Largest batch handed to one decode. */
+  nBatch: number;
+  /** Positions one sequence may hold (prompt + output). */
+  nCtxSeq: number;
+  /** Sequence ids reserved for retained prompts. */
+  cacheSlots: number;
+  /** Positions the retained prompts may hold together. */
+  cachePositions: number;
+}
+
+/**
+ * Continuous batching over one model's context. Each step decodes one batch
+ * holding the next token of every generating sequence plus chunks of pending
+ * prompts; a new request joins at the next step. All KV operations happen
+ * between steps, never while a decode is in flight.
+ */
+export class Scheduler {
+  readonly stats = new SchedulerStats();
+  private readonly queue: Sequence[] = [];
+  private readonly active: Sequence[] = [];
+  private readonly freeSeqs: number[] = [];
+  private readonly cache: PrefixCache;
+  private running = false;
+  private closing = false;
+  private idle?: () => void;
+
+  constructor(
+    private readonly model: NativeModel,
+    private readonly ctx: NativeContext,
+    private readonly opts: SchedulerOptions,
+  ) {
+    const total = Math.min(ctx.nSeqMax, opts.concurrency + opts.cacheSlots);
+    for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
+    this.cache = new PrefixCache(Math.max(0, total - opts.concurrency), opts.cachePositions);
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  get activeCount(): number {
+    return this.active.length;
+  }
+
+  get nCtxSeq(): number {
+    return this.opts.nCtxSeq;
+  }
+
+  /** Queues a request; throws QueueFullError past the queue bound. */
+  submit(spec: SequenceSpec): AsyncIterable<GenerationEvent> {
+    if (this.closing) throw new ServerShuttingDownError();
+    if (this.active.length >= this.opts.concurrency && this.queue.length >= this.opts.queueLimit) {
+      this.stats.rejected++;
+      throw new QueueFullError();
+    }
+    const s = new Sequence(spec, this.model);
+    this.queue.push(s);
+    this.stats.requests++;
+    this.kick();
+    return s.channel;
+  }
+
+  /** Stops admitting, lets running sequences finish, then resolves. */
+  async drain(): Promise<void> {
+    this.closing = true;
+    if (!this.running && this.queue.length === 0) return;
+    await new Promise<void>((resolve) => (this.idle = resolve));
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (this.queue.length > 0 || this.active.length > 0) {
+        this.reap();
+        this.admit();
+        if (this.active.length === 0) continue;
+        await this.step();
+      }
+    } catch (err) {
+      // A decode failure fails every sequence in flight; the loop restarts on the next submit.
+      for (const s of [...this.active, ...this.queue]) s.fail(err);
+      for (const s of this.active) this.release(s, false);
+      this.active.length = 0;
+      this.queue.length = 0;
+    } finally {
+      this.running = false;
+      if (this.queue.length > 0 || this.active.length > 0) this.kick();
+      else this.idle?.();
+    }
+  }
+
+  /** Drops cancelled sequences (client gone) before building the next batch. */
+  private reap(): void {
+    for (let i = this.active.length - 1; i >= 0; i--) {
+      const s = this.active[i];
+      if (s.cancelled && !s.finished) {
+        s.finished = true;
+        s.channel.close();
+        this.stats.cancelled++;
+      }
+      if (s.finished) {
+        this.active.splice(i, 1);
+        this.release(s, false);
+      }
+    }
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      if (this.queue[i].cancelled) {
+        this.queue[i].channel.close();
+        this.queue[i].spec.sampler.dispose();
+        this.queue.splice(i, 1);
+        this.stats.cancelled++;
+      }
+    }
+  }
+
+  private admit(): void {
+    while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
+      const seq = this.takeSeqId();
+      if (seq === undefined) return;
+      const s = this.queue.shift() as Sequence;
+      s.seq = seq;
+      s.prefillStart = performance.now();
+      this.reuseCachedPrefix(s);
+      s.spec.sampler.acceptPrompt(s.spec.promptTokens);
+      this.active.push(s);
+    }
+  }
+
+  /** Shares the longest retained prefix's KV cells with the new sequence. */
+  private reuseCachedPrefix(s: Sequence): void {
+    const prompt = s.spec.promptTokens;
+    const hit = this.cache.match(prompt);
+    if (!hit) return;
+    // The last prompt token is always decoded again: its logits start the output.
+    const n = Math.min(hit.length, prompt.length - 1);
+    if (n <= 0) return;
+    this.ctx.seqCopy(hit.entry.seq, s.seq, 0, n);
+    s.nPast = n;
+    s.cachedTokens = n;
+    this.stats.cachedPromptTokens += n;
+  }
+
+  private takeSeqId(): number | undefined {
+    const id = this.freeSeqs.pop();
+    if (id !== undefined) return id;
+    const victim = this.cache.evictLru();
+    if (victim === undefined) return undefined;
+    this.ctx.seqRemove(victim, -1, -1);
+    return victim;
+  }
+
+  private release(s: Sequence, retain: boolean): void {
+    s.spec.sampler.dispose();
+    if (s.seq < 0) return;
+    if (retain && s.spec.retainPrefix) {
+      for (const freed of this.cache.retain(s.seq, s.heldTokens())) this.freeSeq(freed);
+    } else {
+      this.freeSeq(s.seq);
+    }
+    s.seq = -1;
+  }
+
+  private freeSeq(seq: number): void {
+    this.ctx.seqRemove(seq, -1, -1);
+    this.freeSeqs.push(seq);
+  }
+
+  private buildBatch(): { batch: NativeBatch; samples: NativeSampleRequest[]; owners: Sequence[]; prefill: number } {
+    const cap = this.opts.nBatch;
+    const tokens = new Int32Array(cap);
+    const pos = new Int32Array(cap);
+    const seqIds = new Int32Array(cap);
+    const logits = new Uint8Array(cap);
+    const samples: NativeSampleRequest[] = [];
+    const owners: Sequence[] = [];
+    let n = 0;
+    let prefill = 0;
+    for (const s of this.active) {
+      if (s.prefilling || n >= cap) continue;
+      tokens[n] = s.lastToken;
+      pos[n] = s.length - 1;
+      seqIds[n] = s.seq;
+      logits[n] = 1;
+      samples.push({ index: n, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
+      owners.push(s);
+      n++;
+    }
+    for (const s of this.active) {
+      if (!s.prefilling || n >= cap) continue;
+      const prompt = s.spec.promptTokens;
+      const take = Math.min(cap - n, prompt.length - s.nPast);
+      for (let i = 0; i < take; i++) {
+        tokens[n] = prompt[s.nPast + i];
+        pos[n] = s.nPast + i;
+        seqIds[n] = s.seq;
+        n++;
+      }
+      s.nPast += take;
+      prefill += take;
+      if (!s.prefilling) {
+        logits[n - 1] = 1;
+        samples.push({ index: n - 1, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
+        owners.push(s);
+      }
+    }
+    const batch = { tokens: tokens.subarray(0, n), pos: pos.subarray(0, n), seq: seqIds.subarray(0, n), logits: logits.subarray(0, n) };
+    return { batch, samples, owners, prefill };
+  }
+
+  private async step(): Promise<void> {
+    const { batch, samples, owners, prefill } = this.buildBatch();
+    if (batch.tokens.length === 0) return;
+    let result = await this.ctx.step(batch, samples);
+    while (result.status === 1) {
+      // KV full: give back retained prompts first, then retry the same batch.
+      const victim = this.cache.evictLru();
+      if (victim === undefined) throw new Error('the KV cache is full: lower -concurrency or the context size');
+      this.freeSeq(victim);
+      result = await this.ctx.step(batch, samples);
+    }
+    if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
+    this.stats.recordStep(batch.tokens.length, new Set(batch.seq).size, prefill, owners.length, result.decodeUs);
+    const now = performance.now();
+    owners.forEach((s, i) => {
+      if (s.finished || s.cancelled) return;
+      const r = s.accept(result.tokens[i], result.logprobs[i] ?? null, this.opts.nCtxSeq);
+      this.stats.generatedTokens++;
+      if (r.finish) {
+        s.finish(r.finish, r.stop, now);
+        this.stats.recordFinish({
+          ttftMs: s.firstTokenAt - s.queuedAt,
+          promptTokens: s.spec.promptTokens.length,
+          cachedTokens: s.cachedTokens,
+          completionTokens: s.generated.length,
+        });
+        this.active.splice(this.active.indexOf(s), 1);
+        this.release(s, true);
+      }
+    });
+  }
+}
+
+/** -1 asks for the chosen token's logprob only: one alternative is computed and dropped. */
+function topN(logprobs: number): number {
+  return logprobs < 0 ? 1 : logprobs;
+}

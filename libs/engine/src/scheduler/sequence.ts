@@ -1,0 +1,174 @@
+import { FinishReason, GenerationEvent, TokenLogprob, ToolCallEvent } from '../core/generation-events';
+import { NativeChatPrompt, NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
+import { StopMatcher } from '../text/stop-matcher';
+import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
+import { EventChannel } from './event-channel';
+
+/** What the scheduler needs to run one request. */
+export interface SequenceSpec {
+  modelName: string;
+  promptTokens: Int32Array;
+  sampler: NativeSampler;
+  maxTokens: number;
+  stop: string[];
+  logprobs: number;
+  retainPrefix: boolean;
+  /** Set when the prompt came from a chat template with tools: output is parsed for tool calls. */
+  chat?: NativeChatPrompt;
+  parseTools: boolean;
+  ignoreEos?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * One request inside the scheduler: its KV sequence id, prompt progress and
+ * the output pipeline (bytes → UTF-8 → stop strings → optional tool parsing).
+ */
+export class Sequence {
+  seq = -1;
+  /** Prompt positions already in the KV cache for this sequence. */
+  nPast = 0;
+  cachedTokens = 0;
+  readonly generated: number[] = [];
+  lastToken = -1;
+  cancelled = false;
+  finished = false;
+  readonly channel = new EventChannel<GenerationEvent>();
+  readonly queuedAt = performance.now();
+  prefillStart = 0;
+  firstTokenAt = 0;
+
+  private readonly decoder = new TokenTextDecoder();
+  private readonly stops: StopMatcher;
+  private rawText = '';
+  private emittedContent = '';
+  private pendingLogprobs: TokenLogprob[] = [];
+
+  constructor(
+    readonly spec: SequenceSpec,
+    private readonly model: NativeModel,
+  ) {
+    this.stops = new StopMatcher(spec.stop);
+    this.channel.onCancel = () => (this.cancelled = true);
+    spec.signal?.addEventListener('abort', () => (this.cancelled = true), { once: true });
+  }
+
+  get prefilling(): boolean {
+    return this.nPast < this.spec.promptTokens.length;
+  }
+
+  /** Positions this sequence holds once its pending token is decoded. */
+  get length(): number {
+    return this.spec.promptTokens.length + this.generated.length;
+  }
+
+  /** Every token held in KV once generation ends (the last sampled token is never decoded). */
+  heldTokens(): Int32Array {
+    const all = new Int32Array(this.spec.promptTokens.length + Math.max(0, this.generated.length - 1));
+    all.set(this.spec.promptTokens, 0);
+    all.set(this.generated.slice(0, Math.max(0, this.generated.length - 1)), this.spec.promptTokens.length);
+    return all;
+  }
+
+  /**
+   * Takes a sampled token. Returns a finish reason when generation must end.
+   */
+  accept(token: number, lp: NativeTokenLogprob | null, nCtxSeq: number): { finish?: FinishReason; stop?: string } {
+    if (this.generated.length === 0) this.firstTokenAt = performance.now();
+    this.generated.push(token);
+    this.lastToken = token;
+    if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };
+    const bytes = this.model.tokenToPiece(token, false);
+    if (lp) this.pendingLogprobs.push(this.renderLogprob(bytes, lp));
+    const text = this.decoder.push(bytes);
+    if (text) {
+      const { emit, stop } = this.stops.push(text);
+      this.output(emit);
+      if (stop !== undefined) return { finish: 'stop', stop };
+    }
+    if (this.generated.length >= this.spec.maxTokens) return { finish: 'length' };
+    if (this.length + 1 > nCtxSeq) return { finish: 'length' };
+    return {};
+  }
+
+  /** Flushes held text, parses tool calls and sends `done`. */
+  finish(reason: FinishReason, stop: string | undefined, decodeEnd: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
+    let finishReason = reason;
+    if (this.spec.parseTools && this.spec.chat) {
+      const parsed = this.spec.chat.parse(this.rawText, false);
+      this.emitContent(parsed.content);
+      if (parsed.toolCalls.length > 0) {
+        const calls: ToolCallEvent[] = parsed.toolCalls.map((c, index) => ({ index, ...c }));
+        this.channel.push({ type: 'tool_calls', calls });
+        finishReason = 'tool_calls';
+      }
+    }
+    if (this.pendingLogprobs.length > 0) this.channel.push({ type: 'delta', text: '', logprobs: this.takeLogprobs() });
+    const prefillEnd = this.firstTokenAt || decodeEnd;
+    this.channel.push({
+      type: 'done',
+      finishReason,
+      stopSequence: stop,
+      model: this.spec.modelName,
+      usage: {
+        promptTokens: this.spec.promptTokens.length,
+        completionTokens: this.generated.length,
+        cachedPromptTokens: this.cachedTokens,
+        prefillMs: round(prefillEnd - (this.prefillStart || this.queuedAt)),
+        decodeMs: round(this.firstTokenAt ? decodeEnd - this.firstTokenAt : 0),
+      },
+    });
+    this.channel.close();
+  }
+
+  fail(err: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.channel.fail(err);
+  }
+
+  private output(text: string): void {
+    if (!text) return;
+    if (this.spec.parseTools && this.spec.chat) {
+      this.rawText += text;
+      this.emitContent(this.spec.chat.parse(this.rawText, true).content);
+      return;
+    }
+    this.channel.push({ type: 'delta', text, logprobs: this.takeLogprobs() });
+  }
+
+  /** Emits the part of the parsed content not sent yet. */
+  private emitContent(content: string): void {
+    if (content.length > this.emittedContent.length && content.startsWith(this.emittedContent)) {
+      const text = content.slice(this.emittedContent.length);
+      this.emittedContent = content;
+      this.channel.push({ type: 'delta', text, logprobs: this.takeLogprobs() });
+    }
+  }
+
+  private takeLogprobs(): TokenLogprob[] | undefined {
+    if (this.pendingLogprobs.length === 0) return undefined;
+    const out = this.pendingLogprobs;
+    this.pendingLogprobs = [];
+    return out;
+  }
+
+  private renderLogprob(bytes: Buffer, lp: NativeTokenLogprob): TokenLogprob {
+    return {
+      token: tokenDisplay(bytes),
+      bytes: Array.from(bytes),
+      logprob: lp.logprob,
+      top: (this.spec.logprobs < 0 ? [] : lp.top).map(([t, logprob]) => {
+        const b = this.model.tokenToPiece(t, false);
+        return { token: tokenDisplay(b), bytes: Array.from(b), logprob };
+      }),
+    };
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

@@ -1,0 +1,33 @@
+import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { errorBody, toHttpFailure } from './http-errors';
+
+/**
+ * Shapes every error the same way for its dialect. A stream that has started
+ * cannot change its status: it is cut off instead (no [DONE] frame), which
+ * clients treat as truncated.
+ */
+@Catch()
+export class HttpErrorFilter implements ExceptionFilter {
+  private readonly log = new Logger('http');
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const req = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const f = toHttpFailure(err);
+    if (f.status >= 500) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
+    if (reply.raw.headersSent || reply.sent) {
+      reply.raw.destroy();
+      return;
+    }
+    const path = (req.url ?? '').split('?')[0];
+    for (const [k, v] of Object.entries(f.headers ?? {})) reply.header(k, v);
+    // 429 answers with an empty body (spec): clients retry after Retry-After.
+    if (f.status === 429) {
+      void reply.status(429).send();
+      return;
+    }
+    void reply.status(f.status).type('application/json').send(errorBody(path, f.status, f.message));
+  }
+}

@@ -1,0 +1,56 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { HealthCheckError, HealthCheckService, HealthIndicatorResult } from '@nestjs/terminus';
+import { FastifyReply } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { InferenceBackend } from '../../engine/src/backend/inference-backend';
+import { ModelManager } from '../../engine/src/models/model-manager';
+import { VERSION } from '../../../apps/server/src/config/server-config';
+import { BootState } from './boot-state';
+
+/** Identifies this process (the health object's `instance`). */
+const INSTANCE = randomUUID();
+
+/**
+ * GET /healthz (never needs a key): 200 once the default model is loaded (or
+ * the store is empty: the no-model state is healthy), 503 while loading or
+ * after a failed load. Terminus runs the checks; the body is the spec's shape.
+ */
+@Controller()
+export class HealthController {
+  constructor(
+    @Inject(HealthCheckService) private readonly health: HealthCheckService,
+    @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(InferenceBackend) private readonly backend: InferenceBackend,
+    @Inject(BootState) private readonly boot: BootState,
+  ) {}
+
+  @Get('healthz')
+  async healthz(@Res() reply: FastifyReply): Promise<void> {
+    let ok = true;
+    try {
+      await this.health.check([() => this.engineCheck()]);
+    } catch {
+      ok = false;
+    }
+    const lm = this.boot.model;
+    const body: Record<string, unknown> = {
+      status: ok ? 'ok' : this.boot.state,
+      model: lm?.name ?? '',
+      id: lm ? `sha256:${lm.contentHash}` : '',
+      instance: INSTANCE,
+      version: VERSION,
+      backend: this.backend.name,
+      vision: false,
+    };
+    if (this.boot.state === 'no-model') body.warning = 'this server has no model. Pull one: POST /api/pull';
+    if (this.boot.error) body.warning = this.boot.error;
+    await reply.status(ok ? 200 : 503).send(body);
+  }
+
+  private async engineCheck(): Promise<HealthIndicatorResult> {
+    const state = this.boot.state;
+    const result: HealthIndicatorResult = { engine: { status: state === 'ready' || state === 'no-model' ? 'up' : 'down', state } };
+    if (result.engine.status === 'down') throw new HealthCheckError(`engine ${state}`, result);
+    return result;
+  }
+}

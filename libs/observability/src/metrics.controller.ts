@@ -1,0 +1,47 @@
+import { Controller, Get, Header, Inject, NotFoundException, Query } from '@nestjs/common';
+import { ModelManager } from '../../engine/src/models/model-manager';
+import { sameModel } from '../../store/src/model-names';
+import { MetricsService } from './metrics.service';
+
+@Controller()
+export class MetricsController {
+  constructor(
+    @Inject(MetricsService) private readonly metrics: MetricsService,
+    @Inject(ModelManager) private readonly models: ModelManager,
+  ) {}
+
+  @Get('metrics')
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  async scrape(): Promise<string> {
+    return this.metrics.registry.metrics();
+  }
+
+  /** The default model's numbers (or ?model=), as JSON. */
+  @Get('v1/stats')
+  async stats(@Query('model') model?: string): Promise<unknown> {
+    const name = model ?? this.models.catalog.defaultName() ?? '';
+    const lm = (await this.models.resident()).find((m) => sameModel(m.name, name));
+    if (!lm) throw new NotFoundException(`no loaded model named ${name}`);
+    const s = lm.scheduler.stats;
+    return {
+      model: lm.name,
+      backend_load_ms: Math.round(lm.loadMs),
+      context_per_request: lm.scheduler.nCtxSeq,
+      queued: lm.scheduler.queued,
+      active: lm.scheduler.activeCount,
+      requests: s.requests,
+      completed: s.completed,
+      cancelled: s.cancelled,
+      rejected: s.rejected,
+      steps: s.steps,
+      shared_steps: s.sharedSteps,
+      max_sequences_in_step: s.maxSequencesInStep,
+      batch_tokens: s.batchTokens,
+      prompt_tokens: s.promptTokens,
+      prompt_tokens_decoded: s.promptTokensDecoded,
+      cached_prompt_tokens: s.cachedPromptTokens,
+      generated_tokens: s.generatedTokens,
+      decode_ms: Math.round(s.decodeUs / 1000),
+    };
+  }
+}

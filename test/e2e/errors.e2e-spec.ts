@@ -1,0 +1,123 @@
+import OpenAI from 'openai';
+import { request } from 'node:http';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(120_000);
+
+describe('errors in the spec shape', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const chat = (body: unknown) => postJson(`${srv.url}/v1/chat/completions`, body);
+
+  it('400 when messages is empty', async () => {
+    const r = await chat({ model: '', messages: [] });
+    expect(r.status).toBe(400);
+    expect(r.json).toEqual({ error: { message: 'messages is empty', type: 'Bad Request' } });
+  });
+
+  it('400 for a bad role name', async () => {
+    const r = await chat({ messages: [{ role: 'user', content: 'hi' }, { role: 'bad role!', content: 'x' }] });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toMatch(/^messages\[1\]\.role is not a role name\. A role is letters, digits, underscore, hyphen, dot, up to 64 characters/);
+    const long = await chat({ messages: [{ role: 'a'.repeat(65), content: 'x' }] });
+    expect(long.status).toBe(400);
+    const ok = await chat({ messages: [{ role: 'narrator.v2_x-y', content: 'Once' }], max_tokens: 2 });
+    expect(ok.status).toBe(200);
+  });
+
+  it('400 malformed JSON names the offset', async () => {
+    const r = await chat('{"messages": [}');
+    expect(r.status).toBe(400);
+    expect(r.json.error.type).toBe('Bad Request');
+    expect(r.json.error.message).toMatch(/^malformed JSON: .*position 14/);
+  });
+
+  it('400 cannot parse request for a wrong field type', async () => {
+    const r = await chat({ messages: 'hello' });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toMatch(/^cannot parse request: messages/);
+    const t = await chat({ messages: [{ role: 'user', content: 'x' }], temperature: 'hot' });
+    expect(t.status).toBe(400);
+    expect(t.json.error.message).toMatch(/^cannot parse request: temperature/);
+  });
+
+  it('ignores unknown fields', async () => {
+    const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 2, tempreature: 5, user: 'u', stream_options: { include_usage: true } });
+    expect(r.status).toBe(200);
+  });
+
+  it('400 for n other than 1', async () => {
+    const r = await chat({ messages: [{ role: 'user', content: 'x' }], n: 2 });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toMatch(/^n must be 1/);
+  });
+
+  it('404 for an unknown model, listing what exists', async () => {
+    const r = await chat({ model: 'gpt-17', messages: [{ role: 'user', content: 'x' }] });
+    expect(r.status).toBe(404);
+    expect(r.json.error).toEqual({ message: 'no model named gpt-17; available: stories260K', type: 'Not Found' });
+    const client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+    await expect(client.chat.completions.create({ model: 'gpt-17', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('404 for an unknown route, in the same shape', async () => {
+    const r = await postJson(`${srv.url}/v1/nothing-here`, {});
+    expect(r.status).toBe(404);
+    expect(r.json.error.type).toBe('Not Found');
+  });
+
+  it('413 from the declared length, before the body is read', async () => {
+    const declared = 33554432 + 1;
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(declared) } }, (r) => {
+        let body = '';
+        r.on('data', (d) => (body += d));
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.write('{"messages":');
+      // Never send the rest: the answer must come from the header alone.
+    });
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({
+      error: { message: `request body is ${declared} bytes; this server accepts 33554432`, type: 'Payload Too Large' },
+    });
+  });
+});
+
+describe('the no-model state', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer([]);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('answers generation routes with 503 and stays healthy', async () => {
+    const r = await postJson(`${srv.url}/v1/chat/completions`, { model: '', messages: [{ role: 'user', content: 'x' }] });
+    expect(r.status).toBe(503);
+    expect(r.json).toEqual({ error: { message: 'this server has no model. Pull one: POST /api/pull', type: 'Service Unavailable' } });
+    const c = await postJson(`${srv.url}/v1/completions`, { prompt: 'x' });
+    expect(c.status).toBe(503);
+    const h = await (await fetch(`${srv.url}/healthz`)).json();
+    expect(h.status).toBe('ok');
+    expect(h.model).toBe('');
+    const models = await (await fetch(`${srv.url}/v1/models`)).json();
+    expect(models).toEqual({ object: 'list', data: [] });
+  });
+});
+
+describe('startup flags', () => {
+  it('refuse unknown flags and bad values with a clear message', async () => {
+    await expect(startServer(['-nonsense'])).rejects.toThrow(/unknown flag -nonsense/);
+    await expect(startServer(['-concurrency', 'lots'])).rejects.toThrow(/flag -concurrency wants an integer/);
+  });
+});

@@ -1,0 +1,115 @@
+import OpenAI from 'openai';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const PROMPTS = ['Once upon a time', 'The little dog', 'One day, a girl named Sue', 'Tom and his mom went'];
+
+async function stats(url: string): Promise<any> {
+  return (await fetch(`${url}/v1/stats`)).json();
+}
+
+async function until(pred: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('continuous batching', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-concurrency', '4', '-threads', '2', '-cache-slots', '0']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const run = (prompt: string) => client.completions.create({ model: '', prompt, max_tokens: 200, temperature: 0, ignore_eos: true } as any);
+
+  it('serves concurrent requests in shared batches, each with the text it gets alone', async () => {
+    const alone: string[] = [];
+    for (const p of PROMPTS) alone.push((await run(p)).choices[0].text);
+    const before = await stats(srv.url);
+    const together = await Promise.all(PROMPTS.map(run));
+    const after = await stats(srv.url);
+    together.forEach((r, i) => expect(r.choices[0].text).toBe(alone[i]));
+    expect(after.shared_steps).toBeGreaterThan(before.shared_steps);
+    expect(after.max_sequences_in_step).toBeGreaterThanOrEqual(2);
+    const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(metrics).toMatch(/svc_shared_steps_total\{model="stories260K"\} [1-9]/);
+  });
+
+  it('frees the sequence when a client disconnects mid-stream', async () => {
+    const before = await stats(srv.url);
+    const ac = new AbortController();
+    const res = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 1900, temperature: 0, ignore_eos: true, stream: true }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.read();
+    ac.abort();
+    await until(async () => {
+      const s = await stats(srv.url);
+      return s.active === 0 && s.cancelled > before.cancelled;
+    });
+    const s = await stats(srv.url);
+    // It stopped long before its 1900 tokens.
+    expect(s.generated_tokens - before.generated_tokens).toBeLessThan(1900);
+  });
+});
+
+describe('queue bound', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-concurrency', '1', '-queue', '1', '-threads', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('answers 429 with Retry-After: 1 and an empty body past the bound', async () => {
+    const long = { prompt: 'Once upon a time', max_tokens: 1900, temperature: 0, ignore_eos: true };
+    const running = postJson(`${srv.url}/v1/completions`, long);
+    await until(async () => (await stats(srv.url)).active === 1);
+    const queued = postJson(`${srv.url}/v1/completions`, { ...long, max_tokens: 4 });
+    await until(async () => (await stats(srv.url)).queued === 1);
+    const refused = await postJson(`${srv.url}/v1/completions`, long);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.text).toBe('');
+    expect((await running).status).toBe(200);
+    expect((await queued).status).toBe(200);
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('finishes a running stream on SIGTERM, refuses new work, and exits 0', async () => {
+    const srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+    const res = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 600, temperature: 0, ignore_eos: true, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    const exit = srv.stop('SIGTERM');
+    let text = '';
+    const dec = new TextDecoder();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += dec.decode(value);
+    }
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+    expect(await exit).toBe(0);
+  });
+});

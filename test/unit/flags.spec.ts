@@ -1,0 +1,29 @@
+import { FlagError, parseFlags } from '../../apps/server/src/config/flags';
+import { buildConfig } from '../../apps/server/src/config/server-config';
+
+describe('Go-style flags', () => {
+  it('reads -flag value, -flag=value, --flag and bare booleans', () => {
+    const { flags } = parseFlags(['-m', 'a.gguf', '--addr=0.0.0.0:9', '-studio', '-pull=false', '-conc', '3', '-cors', 'http://a', '-cors=http://b']);
+    expect(flags).toMatchObject({ m: 'a.gguf', addr: '0.0.0.0:9', studio: true, pull: false, concurrency: 3, cors: ['http://a', 'http://b'] });
+  });
+  it('refuses unknown flags and bad values', () => {
+    expect(() => parseFlags(['-bogus'])).toThrow(FlagError);
+    expect(() => parseFlags(['-concurrency', 'x'])).toThrow(/wants an integer/);
+    expect(() => parseFlags(['-pull=maybe'])).toThrow(/true or false/);
+    expect(() => parseFlags(['-m'])).toThrow(/needs a value/);
+  });
+  it('falls back to environment variables', () => {
+    const { flags } = parseFlags([], { SVC_MODEL: 'x.gguf', SVC_CONCURRENCY: '2' });
+    expect(flags).toMatchObject({ m: 'x.gguf', concurrency: 2 });
+  });
+  it('builds a typed config with defaults', () => {
+    const c = buildConfig(parseFlags([]).flags);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.port).toBe(11435);
+    expect(c.pull).toBe(true);
+    expect(c.engine.concurrency).toBe(4);
+    expect(() => buildConfig(parseFlags(['-addr', 'nope']).flags)).toThrow(/host:port/);
+    expect(() => buildConfig(parseFlags(['-concurrency', '0']).flags)).toThrow(/between 1 and/);
+    expect(buildConfig(parseFlags(['-addr', '[::1]:80']).flags)).toMatchObject({ host: '::1', port: 80 });
+  });
+});

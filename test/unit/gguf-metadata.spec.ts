@@ -1,0 +1,25 @@
+import { join, resolve } from 'node:path';
+import { capabilitiesOf, readGgufMetadata } from '../../libs/store/src/gguf-metadata';
+import { sameModel } from '../../libs/store/src/model-names';
+
+const models = process.env.SVC_MODELS_DIR ?? resolve(__dirname, '..', '..', '..', 'shared', 'models');
+
+describe('GGUF metadata without loading weights', () => {
+  it('reads stories260K as a completion model', () => {
+    const m = readGgufMetadata(join(models, 'stories260K.gguf'))!;
+    expect(m.kv['general.architecture']).toBe('llama');
+    expect(m.kv['llama.context_length']).toBe(2048);
+    expect(m.tensorCount).toBeGreaterThan(0);
+    expect(capabilitiesOf(m)).toEqual(['completion']);
+  });
+  it('gives a vision projector empty capabilities', () => {
+    expect(capabilitiesOf(readGgufMetadata(join(models, 'mmproj-tinygemma3.gguf')))).toEqual([]);
+  });
+  it('returns undefined for non-GGUF files', () => {
+    expect(readGgufMetadata(join(models, 'for-tests-ggml-tiny.bin'))).toBeUndefined();
+  });
+  it('matches names loosely', () => {
+    expect(sameModel('Stories260K', 'stories260k:latest')).toBe(true);
+    expect(sameModel('a:v1', 'a')).toBe(false);
+  });
+});
