@@ -4,7 +4,10 @@ import { EngineModule } from '../../../libs/engine/src/engine.module';
 import { ModelCatalog } from '../../../libs/store/src/catalog';
 import { OpenAIModule } from '../../../libs/dialects/src/openai/openai.module';
 import { LocalRunnerModule } from '../../../libs/dialects/src/local-runner/local-runner.module';
+import { MessagesModule } from '../../../libs/dialects/src/messages/messages.module';
+import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
+import { AuthModule } from '../../../libs/auth/src/auth.module';
 import { ServerConfig, SERVER_CONFIG } from './config/server-config';
 
 /** The application: the engine plus one module per feature, chosen by the flags. */
@@ -15,7 +18,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), ObservabilityModule, OpenAIModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

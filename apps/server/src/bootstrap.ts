@@ -12,6 +12,8 @@ import { validationPipe } from '../../../libs/http/src/validation';
 import { BootState } from '../../../libs/observability/src/boot-state';
 import { MetricsService } from '../../../libs/observability/src/metrics.service';
 import { AppModule } from './app.module';
+import { ModelCatalog } from '../../../libs/store/src/catalog';
+import { snapshotBodyLimit } from '../../../libs/contexts/src/contexts.service';
 import { BODY_LIMIT, ServerConfig } from './config/server-config';
 
 const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {
@@ -25,14 +27,29 @@ const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {
 export async function bootstrap(config: ServerConfig, backend?: InferenceBackend): Promise<NestFastifyApplication> {
   const log = new Logger('svc');
   const engineBackend = backend ?? loadBackend(config.backend);
-  const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert) } : undefined;
+  // -tls-client-ca: mutual TLS; a client without a certificate from that CA fails the handshake (libs/auth).
+  const mtls = config.auth.tlsClientCa ? { ca: readFileSync(config.auth.tlsClientCa), requestCert: true, rejectUnauthorized: true } : {};
+  const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert), ...mtls } : undefined;
   const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, ...(https ? { https } : {}) });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
     logger: LEVELS[config.logLevel],
     bodyParser: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
-  installBodyParsing(fastify, BODY_LIMIT);
+  const catalog = app.get(ModelCatalog);
+  installBodyParsing(fastify, BODY_LIMIT, [
+    {
+      // Snapshots and imports: sized to the largest context the named model can hold.
+      pattern: /^\/v1\/contexts\/(restore|import)$/,
+      limit: (url) => {
+        try {
+          return Math.max(BODY_LIMIT, snapshotBodyLimit(catalog.resolve(url.searchParams.get('model') ?? '').meta?.kv, config.engine.ctxSize));
+        } catch {
+          return BODY_LIMIT; // unknown model: the route answers 404 itself
+        }
+      },
+    },
+  ]);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
     metrics.observeHttp(req.method, req.routeOptions?.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { bootstrap } from './bootstrap';
 import { buildConfig, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
+import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 
 async function main(): Promise<void> {
   let config;
@@ -14,6 +15,12 @@ async function main(): Promise<void> {
     if (flags.version) {
       console.log(`svc ${VERSION}`);
       return;
+    }
+    if (positional[0] === 'pull') {
+      // svc pull <name>: through a running server at -addr, else straight into -store.
+      if (positional.length !== 2) throw new FlagError('usage: svc pull <model or URL> [-addr host:port] [-store dir]');
+      const c = buildConfig(flags);
+      process.exit(await runPullCommand(positional[1], { host: c.host, port: c.port, storeDir: c.storeDir }));
     }
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);

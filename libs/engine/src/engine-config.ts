@@ -13,9 +13,13 @@ export interface EngineConfig {
   batchSize: number;
   /** Layers on the GPU (-gpu-layers; -1 = all). */
   gpuLayers: number;
-  /** Sequence ids kept for retained prompts (prefix cache). */
+  /** Retained prompts kept for prefix reuse (prefix cache entries). */
   cacheSlots: number;
+  /** KV contexts resident at once; more are spilled to disk. */
+  contextSlots: number;
   flashAttn: 'auto' | 'on' | 'off';
+  /** Bytes resident models may take together (-memory-budget); 0 = total memory minus 2 GiB. */
+  memoryBudget: number;
 }
 
 export const ENGINE_CONFIG = Symbol('ENGINE_CONFIG');
@@ -30,6 +34,8 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     batchSize: 512,
     gpuLayers: -1,
     cacheSlots: 8,
+    contextSlots: 128,
     flashAttn: 'auto',
+    memoryBudget: 0,
   };
 }

@@ -42,6 +42,12 @@ export class EngineService implements OnApplicationShutdown {
     } catch (err) {
       throw new InvalidRequestError((err as Error).message);
     }
+    const session = req.session
+      ? await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`).catch((err) => {
+          sampler.dispose();
+          throw err;
+        })
+      : undefined;
     let events: AsyncIterable<GenerationEvent>;
     try {
       events = lm.scheduler.submit({
@@ -55,10 +61,12 @@ export class EngineService implements OnApplicationShutdown {
         chat: rendered.chat,
         parseTools: rendered.parseTools,
         ignoreEos: req.sampling.ignoreEos,
+        session,
         signal: req.signal,
       });
     } catch (err) {
       sampler.dispose();
+      session?.onRelease(session.held, false);
       throw err;
     }
     return { model: lm, promptTokens: tokens.length, events };

@@ -1,23 +1,35 @@
 import { FastifyInstance } from 'fastify';
 import { errorBody } from './http-errors';
 
+/** A route with its own body limit (snapshot restore and import), decided per request. */
+export interface RouteLimit {
+  pattern: RegExp;
+  limit(url: URL): number;
+}
+
+/** Binary bodies (snapshots, exports) are parsed up to this; each route checks its own limit first. */
+const BINARY_MAX = 2 ** 31 - 1;
+
 /**
  * JSON bodies: 413 decided from Content-Length before anything is read, and
  * parse failures answered as "malformed JSON: <reason with offset>".
  */
-export function installBodyParsing(fastify: FastifyInstance, limit: number, largeBodyRoutes: RegExp[] = []): void {
+export function installBodyParsing(fastify: FastifyInstance, limit: number, routeLimits: RouteLimit[] = []): void {
   fastify.addHook('onRequest', (req, reply, done) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     const path = req.url.split('?')[0];
-    if (declared > limit && !largeBodyRoutes.some((r) => r.test(path))) {
+    const special = routeLimits.find((r) => r.pattern.test(path));
+    const allowed = special ? special.limit(new URL(req.url, 'http://x')) : limit;
+    if (declared > allowed) {
       void reply
         .status(413)
         .header('connection', 'close')
-        .send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${limit}`));
+        .send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
       return;
     }
     done();
   });
+  fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: BINARY_MAX }, (_req, body, done) => done(null, body));
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: limit }, (_req, body, done) => {
     const text = body as string;

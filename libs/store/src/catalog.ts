@@ -1,7 +1,9 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { ModelNotFoundError, NoModelError } from '../../engine/src/core/errors';
 import { capabilitiesOf, GgufMetadata, readGgufMetadata } from './gguf-metadata';
+import { Layer, Manifest, ManifestStore, MEDIA_ADAPTER, MEDIA_PROJECTOR, modelLayer, StoredModel } from './manifest-store';
 import { sameModel } from './model-names';
 
 export type ModelSource = 'file' | 'svc' | 'ollama';
@@ -14,6 +16,10 @@ export interface CatalogEntry {
   modifiedAt: Date;
   capabilities: string[];
   meta?: GgufMetadata;
+  /** Store models: the manifest (template, system, params layers for /api/show). */
+  manifest?: Manifest;
+  /** Store models: the digest of the weights layer. */
+  digest?: string;
 }
 
 export interface CatalogOptions {
@@ -21,6 +27,13 @@ export interface CatalogOptions {
   defaultModel?: string;
   /** svc's own store folder. */
   storeDir: string;
+  /** The local-runner's store (read-only); default $OLLAMA_MODELS, else ~/.ollama/models; null: none. */
+  ollamaDir?: string | null;
+}
+
+/** The local-runner's store folder, as Ollama itself finds it. */
+export function defaultOllamaDir(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.OLLAMA_MODELS || join(homedir(), '.ollama', 'models'));
 }
 
 /**
@@ -31,19 +44,48 @@ export interface CatalogOptions {
 export class ModelCatalog {
   private readonly metaCache = new Map<string, { mtimeMs: number; meta?: GgufMetadata }>();
   private readonly defaultFile?: string;
+  /** svc's own store (read-write). */
+  readonly store: ManifestStore;
+  /** The local-runner's store: svc never writes there. */
+  readonly ollama?: ManifestStore;
 
   constructor(private readonly opts: CatalogOptions) {
     const m = opts.defaultModel;
     if (m && (m.includes('/') || m.endsWith('.gguf')) && existsSync(m)) this.defaultFile = resolve(m);
+    this.store = new ManifestStore(opts.storeDir, true);
+    const od = opts.ollamaDir === undefined ? defaultOllamaDir() : opts.ollamaDir;
+    if (od && resolve(od) !== resolve(opts.storeDir)) this.ollama = new ManifestStore(od, false);
   }
 
+  /** The -m file, svc's store (manifests, then flat files), then the local-runner's; the first of a name wins. */
   list(): CatalogEntry[] {
     const entries: CatalogEntry[] = [];
-    if (this.defaultFile) entries.push(this.fileEntry(this.defaultFile, 'file'));
+    const add = (e: CatalogEntry | undefined) => {
+      if (e && !entries.some((x) => sameModel(x.name, e.name))) entries.push(e);
+    };
+    if (this.defaultFile) add(this.fileEntry(this.defaultFile, 'file'));
+    const own = this.store.list();
+    for (const sm of own) for (const e of this.manifestEntries(sm, this.store, own)) add(e);
     for (const p of this.storeFiles()) {
-      if (p !== this.defaultFile) entries.push(this.fileEntry(p, 'svc'));
+      if (p !== this.defaultFile) add(this.fileEntry(p, 'svc'));
+    }
+    if (this.ollama) {
+      const theirs = this.ollama.list();
+      for (const sm of theirs) for (const e of this.manifestEntries(sm, this.ollama, theirs)) add(e);
     }
     return entries;
+  }
+
+  /** Text of a manifest layer (template, system, params), or undefined. */
+  readLayer(e: CatalogEntry, mediaType: string): string | undefined {
+    const l = e.manifest?.layers.find((x) => x.mediaType === mediaType);
+    if (!l) return undefined;
+    const st = e.source === 'ollama' ? this.ollama : this.store;
+    try {
+      return st ? readFileSync(st.blobPath(l.digest), 'utf8') : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The name '' stands for the default model. */
@@ -73,6 +115,40 @@ export class ModelCatalog {
       .map((f) => join(dir, f));
   }
 
+  /**
+   * One manifest's list entries: the weights under the manifest's name; a LoRA
+   * adapter as <base>+<name> (base: the manifest with the same weights and no
+   * adapter); a projector-only manifest with empty capabilities.
+   */
+  private manifestEntries(sm: StoredModel, st: ManifestStore, all: StoredModel[]): CatalogEntry[] {
+    const source: ModelSource = st === this.store ? 'svc' : 'ollama';
+    const weights = modelLayer(sm.manifest);
+    const adapter = sm.manifest.layers.find((l) => l.mediaType === MEDIA_ADAPTER);
+    const projector = sm.manifest.layers.find((l) => l.mediaType === MEDIA_PROJECTOR);
+    if (adapter) {
+      const base = all.find((o) => o !== sm && !o.manifest.layers.some((l) => l.mediaType === MEDIA_ADAPTER) && modelLayer(o.manifest)?.digest === weights?.digest);
+      const e = this.layerEntry(`${base?.name ?? baseNameOf(this.layerMeta(st, weights)) ?? 'base'}+${sm.name}`, st, adapter, sm, source);
+      return e ? [e] : [];
+    }
+    const layer = weights ?? projector;
+    const e = layer && this.layerEntry(sm.name, st, layer, sm, source);
+    if (e && !weights) e.capabilities = [];
+    return e ? [e] : [];
+  }
+
+  private layerEntry(name: string, st: ManifestStore, l: Layer, sm: StoredModel, source: ModelSource): CatalogEntry | undefined {
+    const path = st.blobPath(l.digest);
+    if (!existsSync(path)) return undefined;
+    const e = this.fileEntry(path, source);
+    return { ...e, name, modifiedAt: sm.modifiedAt, manifest: sm.manifest, digest: l.digest };
+  }
+
+  private layerMeta(st: ManifestStore, l: Layer | undefined): GgufMetadata | undefined {
+    if (!l) return undefined;
+    const p = st.blobPath(l.digest);
+    return existsSync(p) ? this.metadata(p, statSync(p).mtimeMs) : undefined;
+  }
+
   private fileEntry(path: string, source: ModelSource): CatalogEntry {
     const st = statSync(path);
     const meta = this.metadata(path, st.mtimeMs);
@@ -91,6 +167,11 @@ export class ModelCatalog {
     this.metaCache.set(path, { mtimeMs, meta });
     return meta;
   }
+}
+
+function baseNameOf(meta: GgufMetadata | undefined): string | undefined {
+  const n = meta?.kv['general.name'];
+  return typeof n === 'string' && n ? n : undefined;
 }
 
 export function modelNameOf(path: string): string {

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +29,10 @@ export async function freePort(): Promise<number> {
  * Starts the real server process (bin/svc.js) on a free loopback port and waits
  * until /healthz answers 200 (or `waitFor` says otherwise).
  */
-export async function startServer(args: string[], opts: { env?: Record<string, string>; waitStatus?: number[]; timeoutMs?: number } = {}): Promise<RunningServer> {
+export async function startServer(
+  args: string[],
+  opts: { env?: Record<string, string>; waitStatus?: number[]; timeoutMs?: number; tls?: TlsClientOptions } = {},
+): Promise<RunningServer> {
   const port = await freePort();
   const store = mkdtempSync(join(tmpdir(), 'svc-store-'));
   let out = '';
@@ -40,14 +44,14 @@ export async function startServer(args: string[], opts: { env?: Record<string, s
   proc.stdout?.on('data', (d) => (out += d));
   proc.stderr?.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   const want = opts.waitStatus ?? [200];
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}:\n${out}`);
     try {
-      const r = await fetch(`${url}/healthz`);
-      if (want.includes(r.status)) break;
+      const status = opts.tls ? await httpsStatus(`${url}/healthz`, opts.tls) : (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) })).status;
+      if (want.includes(status)) break;
     } catch {
       // not listening yet
     }
@@ -70,6 +74,23 @@ export async function startServer(args: string[], opts: { env?: Record<string, s
       return code;
     },
   };
+}
+
+/** For an HTTPS server (-tls-cert): the CA to trust and, under -tls-client-ca, the client certificate. */
+export interface TlsClientOptions {
+  ca: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+}
+
+function httpsStatus(url: string, tls: TlsClientOptions): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(url, { ...tls, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+  });
 }
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: any }> {

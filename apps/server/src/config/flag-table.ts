@@ -27,6 +27,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'backend', kind: 'string', help: 'auto, cpu, cuda or metal (default auto)', env: 'SVC_BACKEND' },
   { name: 'flash-attn', kind: 'string', help: 'auto, on or off (default auto)', aliases: ['fa'] },
   { name: 'cache-slots', kind: 'int', help: 'retained prompts kept for prefix reuse (default 8)' },
+  { name: 'memory-budget', kind: 'string', help: 'memory resident models may use, e.g. 8GiB (default: total memory minus 2 GiB)', env: 'SVC_MEMORY_BUDGET' },
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
   // Spec flags (features of later modules; accepted and validated now).
   { name: 'embed', kind: 'string', help: 'encoder model for embeddings and retrieval' },
@@ -45,6 +46,18 @@ export const FLAGS: FlagDef[] = [
   { name: 'allow-legacy-snapshots', kind: 'bool', help: 'accept snapshots from before 0.3.0' },
   { name: 'lexicon', kind: 'string', help: 'word list for the svc_lexicon constraint' },
   { name: 'api-key', kind: 'list', help: 'accept this API key (repeatable)', env: 'SVC_API_KEY' },
+  // Authentication, markings and TLS client certificates (libs/auth/README.md).
+  { name: 'callers', kind: 'string', help: 'callers file (JSON or YAML): named callers, key hashes, clearances' },
+  { name: 'oidc-issuer', kind: 'string', help: 'accept bearer JWTs from this directory issuer' },
+  { name: 'oidc-audience', kind: 'string', help: 'required audience of directory tokens' },
+  { name: 'oidc-jwks', kind: 'string', help: "the issuer's JWKS URL (default: discovery, else <issuer>/.well-known/jwks.json)" },
+  { name: 'oidc-name-claim', kind: 'string', help: 'token claim naming the caller (default sub)' },
+  { name: 'oidc-clearance-claim', kind: 'string', help: "token claim holding the caller's clearance level" },
+  { name: 'oidc-compartments-claim', kind: 'string', help: "token claim holding the caller's compartments" },
+  { name: 'tls-client-ca', kind: 'string', help: 'require client certificates signed by this CA (PEM); needs -tls-cert' },
+  { name: 'classification-levels', kind: 'string', help: 'marking levels, lowest first (default UNCLASSIFIED,CONFIDENTIAL,SECRET,TOP SECRET)' },
+  { name: 'require-classification', kind: 'bool', help: 'with -classification, refuse requests without X-Classification (default true)' },
+  { name: 'insecure', kind: 'bool', help: 'allow -profile enterprise to serve plain HTTP' },
   { name: 'help', kind: 'bool', help: 'print this help', aliases: ['h'] },
   { name: 'version', kind: 'bool', help: 'print the version' },
 ];

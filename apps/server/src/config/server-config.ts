@@ -1,7 +1,9 @@
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
+import { parseBytes } from '../../../../libs/engine/src/models/residency';
 import { FlagError, FlagValues } from './flags';
+import { AuthConfig, buildAuthConfig } from '../../../../libs/auth/src/auth-config';
 
 export const SERVER_CONFIG = Symbol('SERVER_CONFIG');
 export const VERSION = '0.3.0';
@@ -22,6 +24,8 @@ export interface ServerConfig {
   apiKeys: string[];
   tlsCert?: string;
   tlsKey?: string;
+  /** Authentication, markings, origins and client certificates (libs/auth). */
+  auth: AuthConfig;
   /** Flags accepted now whose features come with later modules. */
   features: {
     embed?: string;
@@ -55,11 +59,19 @@ export function buildConfig(f: FlagValues): ServerConfig {
   engine.batchSize = int('batch-size', 1, 1 << 16) ?? engine.batchSize;
   engine.gpuLayers = int('gpu-layers', -1, 10000) ?? engine.gpuLayers;
   engine.cacheSlots = int('cache-slots', 0, 128) ?? engine.cacheSlots;
+  if (f['memory-budget'] !== undefined) {
+    try {
+      engine.memoryBudget = parseBytes(String(f['memory-budget']));
+    } catch (err) {
+      throw new FlagError(`flag -memory-budget: ${(err as Error).message}`);
+    }
+  }
   engine.flashAttn = oneOf(f, 'flash-attn', ['auto', 'on', 'off'] as const) ?? 'auto';
   const backend = oneOf(f, 'backend', ['auto', 'cpu', 'cuda', 'metal'] as const) ?? 'auto';
   const logLevel = oneOf(f, 'log-level', ['error', 'warn', 'log', 'debug'] as const) ?? 'log';
   const profile = oneOf(f, 'profile', ['default', 'enterprise'] as const);
   if (f['tls-key'] && !f['tls-cert']) throw new FlagError('flag -tls-key needs -tls-cert');
+  const auth = buildAuthConfig(f);
   return {
     host,
     port,
@@ -73,6 +85,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
     apiKeys: (f['api-key'] as string[] | undefined) ?? [],
     tlsCert: f['tls-cert'] as string | undefined,
     tlsKey: f['tls-key'] as string | undefined,
+    auth,
     features: {
       embed: f.embed as string | undefined,
       whisper: f.whisper === true,
@@ -80,7 +93,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
       index: f.index === true,
       studio: f.studio === true,
       studioExec: f['studio-exec'] === true,
-      classification: f.classification === true,
+      classification: auth.classification.enabled,
       contextKey: f['context-key'] as string | undefined,
       profile,
       allowLegacySnapshots: f['allow-legacy-snapshots'] === true,

@@ -13,9 +13,8 @@ export class ModelsController {
   }
 
   // Names may hold '/' (namespace/model:tag), hence the wildcard.
-  @Get('*id')
-  one(@Param('id') id: string | string[]): unknown {
-    const name = Array.isArray(id) ? id.join('/') : id;
+  @Get('*')
+  one(@Param('*') name: string): unknown {
     const hit = this.catalog.list().find((e) => sameModel(e.name, name));
     if (!hit) throw new NotFoundException(`no model named ${name}`);
     return modelEntry(hit);

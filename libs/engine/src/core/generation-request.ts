@@ -43,6 +43,8 @@ export type PromptInput =
       parallelToolCalls?: boolean;
       /** The last assistant message is a prefill to continue. */
       continueFinal?: boolean;
+      /** Open the assistant's turn at the end (default true). */
+      generationPrompt?: boolean;
     };
 
 export interface SamplingParams {
@@ -84,6 +86,10 @@ export interface GenerationRequest {
   logprobs: number;
   /** Keep this request's KV in the shared prefix cache when it finishes. */
   retainPrefix: boolean;
+  /** svc_session: run on this named KV context (created on first use); the prompt must start with what it holds. */
+  session?: string;
+  /** Owner of contexts the request touches ('' without named callers). */
+  owner?: string;
   /** Ends the generation at the next step (client disconnect). */
   signal?: AbortSignal;
 }

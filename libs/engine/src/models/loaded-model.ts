@@ -1,16 +1,24 @@
 import { CatalogEntry } from '../../../store/src/catalog';
 import { NativeContext, NativeModel } from '../backend/native-addon';
+import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 
 /** One model resident in memory: weights, its KV context and its scheduler. */
 export class LoadedModel {
   lastUsed = Date.now();
+  /** When keep_alive runs out (undefined: never; it is pushed on while requests run). */
+  expiresAt?: Date;
+  /** keep_alive in ms (Infinity: forever), as the last request that named it asked. */
+  keepAliveMs = Infinity;
+  /** Estimated memory (weights + KV cache) counted against -memory-budget. */
+  estimatedBytes = 0;
 
   constructor(
     readonly entry: CatalogEntry,
     readonly native: NativeModel,
     readonly ctx: NativeContext,
     readonly scheduler: Scheduler,
+    readonly contexts: ContextRegistry,
     /** sha256 of the model file: identifies the weights. */
     readonly contentHash: string,
     readonly loadMs: number,

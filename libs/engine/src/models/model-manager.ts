@@ -3,40 +3,89 @@ import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 import { sha256File } from './file-hash';
 import { LoadedModel } from './loaded-model';
+import { defaultMemoryBudget, estimateBytes, parseKeepAlive, seqPositions } from './residency';
+
+export interface AcquireOptions {
+  /** keep_alive as the request sent it ("5m", seconds, 0, -1); absent/undefined means 5m. */
+  keepAlive?: number | string;
+}
+
+/** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
+const IN_USE_GRACE_MS = 1000;
+const REAP_EVERY_MS = 500;
+/** How long a load waits for busy models to go idle before loading over budget. */
+const FIT_WAIT_MS = 60_000;
 
 /** Per-request positions when the flag leaves it open. */
 const DEFAULT_CTX_CAP = 4096;
 
 /**
  * Keeps one loaded copy of each model, shared by every route and dialect.
- * Concurrent first requests for the same model share one load.
+ * Concurrent first requests for the same model share one load. Models stay
+ * resident per keep_alive and are unloaded least-recently-used when a new one
+ * would not fit the memory budget; a model with running or queued requests is
+ * never unloaded.
  */
 export class ModelManager {
   private readonly log = new Logger('models');
   private readonly loaded = new Map<string, Promise<LoadedModel>>();
+  /** The loaded ones only (a pending load is not counted, and never awaited, when making room). */
+  private readonly ready = new Map<string, LoadedModel>();
   private readonly loadListeners: Array<(m: LoadedModel) => void> = [];
+  /** Loads run one at a time, so two never both decide they fit. */
+  private loadChain: Promise<unknown> = Promise.resolve();
+  private readonly reaper: NodeJS.Timeout;
 
   constructor(
     private readonly backend: InferenceBackend,
     readonly catalog: ModelCatalog,
     private readonly config: EngineConfig,
-  ) {}
+  ) {
+    this.reaper = setInterval(() => void this.reapExpired(), REAP_EVERY_MS);
+    this.reaper.unref();
+  }
 
-  /** Resolves a request's model name ('' = default) and loads it if needed. */
-  async acquire(name: string): Promise<LoadedModel> {
+  /** Bytes resident models may take together. */
+  get memoryBudget(): number {
+    return this.config.memoryBudget > 0 ? this.config.memoryBudget : defaultMemoryBudget();
+  }
+
+  /**
+   * Resolves a request's model name ('' = default) and loads it if needed.
+   * Without `opts` (boot, internal callers) the keep-alive is left as is, and a
+   * fresh load stays until memory is needed; dialects pass `{ keepAlive }`.
+   */
+  async acquire(name: string, opts?: AcquireOptions): Promise<LoadedModel> {
     const entry = this.catalog.resolve(name);
+    const keepMs = opts ? parseKeepAlive(opts.keepAlive) : undefined;
     let p = this.loaded.get(entry.path);
     if (!p) {
-      p = this.load(entry);
+      p = this.serialLoad(entry);
       this.loaded.set(entry.path, p);
       p.catch(() => this.loaded.delete(entry.path));
     }
     const lm = await p;
+    // Unloaded (memory, keep_alive, delete) between the load and now: load again.
+    // unload() removes the promise from `loaded`, so this cannot spin on a live model.
+    if (this.loaded.get(entry.path) !== p) return this.acquire(name, opts);
     lm.lastUsed = Date.now();
+    if (keepMs !== undefined) {
+      lm.keepAliveMs = keepMs;
+      lm.expiresAt = keepMs === Infinity ? undefined : new Date(lm.lastUsed + keepMs);
+    }
     return lm;
+  }
+
+  /** Frees the loaded copy of a file (after a delete), once its requests finish. */
+  async unloadPath(path: string): Promise<void> {
+    const p = this.loaded.get(path);
+    if (p) await this.unload(await p.catch(() => undefined));
   }
 
   /** Called for every model once it is loaded (metrics hook in here). */
@@ -52,6 +101,7 @@ export class ModelManager {
 
   /** Finishes running generations, then frees every context and model. */
   async close(): Promise<void> {
+    clearInterval(this.reaper);
     const models = await this.resident();
     await Promise.all(models.map((m) => m.scheduler.drain()));
     for (const m of models) {
@@ -59,6 +109,66 @@ export class ModelManager {
       m.native.dispose();
     }
     this.loaded.clear();
+    this.ready.clear();
+  }
+
+  private busy(lm: LoadedModel): boolean {
+    return lm.scheduler.activeCount + lm.scheduler.queued > 0 || Date.now() - lm.lastUsed < IN_USE_GRACE_MS;
+  }
+
+  private async unload(lm: LoadedModel | undefined): Promise<void> {
+    if (!lm || this.ready.get(lm.entry.path) !== lm) return;
+    this.ready.delete(lm.entry.path);
+    this.loaded.delete(lm.entry.path);
+    await lm.scheduler.drain(); // new submits are refused; running ones finish
+    lm.ctx.dispose();
+    lm.native.dispose();
+    this.log.log(`unloaded ${lm.name}`);
+  }
+
+  /** keep_alive: expired idle models go; a busy one has its expiry pushed on. */
+  private async reapExpired(): Promise<void> {
+    const now = Date.now();
+    for (const lm of [...this.ready.values()]) {
+      if (!lm.expiresAt) continue;
+      if (this.busy(lm)) {
+        if (lm.keepAliveMs !== Infinity) lm.expiresAt = new Date(Math.max(lm.expiresAt.getTime(), now + Math.min(lm.keepAliveMs, 1000)));
+        continue;
+      }
+      if (lm.expiresAt.getTime() <= now) await this.unload(lm);
+    }
+  }
+
+  private serialLoad(entry: CatalogEntry): Promise<LoadedModel> {
+    const p = this.loadChain.then(() => this.makeRoom(entry)).then(() => this.load(entry));
+    this.loadChain = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Unloads least-recently-used idle models until `entry` fits the budget (waits for busy ones, up to a point). */
+  private async makeRoom(entry: CatalogEntry): Promise<void> {
+    const need = this.estimate(entry);
+    const deadline = Date.now() + FIT_WAIT_MS;
+    for (;;) {
+      const others = [...this.ready.values()].filter((m) => m.entry.path !== entry.path);
+      const used = others.reduce((a, m) => a + m.estimatedBytes, 0);
+      if (used + need <= this.memoryBudget || others.length === 0) return;
+      const idle = others.filter((m) => !this.busy(m)).sort((a, b) => a.lastUsed - b.lastUsed);
+      if (idle.length > 0) {
+        this.log.log(`unloading ${idle[0].name} to make room for ${entry.name} (budget ${this.memoryBudget} bytes)`);
+        await this.unload(idle[0]);
+        continue;
+      }
+      if (Date.now() > deadline) {
+        this.log.warn(`loading ${entry.name} over the memory budget: every resident model is busy`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  private estimate(entry: CatalogEntry): number {
+    return estimateBytes(entry, seqPositions(entry, this.config.ctxSize, DEFAULT_CTX_CAP) * this.config.concurrency);
   }
 
   private async load(entry: CatalogEntry): Promise<LoadedModel> {
@@ -72,7 +182,8 @@ export class ModelManager {
     ]);
     const c = this.config;
     const nCtxSeq = Math.min(native.info.nCtxTrain || DEFAULT_CTX_CAP, c.ctxSize > 0 ? c.ctxSize : DEFAULT_CTX_CAP);
-    const nSeqMax = Math.min(256, c.concurrency + c.cacheSlots);
+    // Every sequence id llama.cpp allows: running requests, retained prompts and contexts share them.
+    const nSeqMax = 256;
     // Room for every active sequence at full length; retained prompts use what is left.
     const ctx = await native.createContext({
       nCtx: nCtxSeq * c.concurrency,
@@ -93,7 +204,12 @@ export class ModelManager {
     });
     const ms = performance.now() - started;
     this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request`);
-    const lm = new LoadedModel(entry, native, ctx, scheduler, hash, ms, new Date());
+    const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', hash.slice(0, 16));
+    const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
+    const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
+    // acquire() checks `ready` to detect an unload; without this it re-acquires forever.
+    lm.estimatedBytes = this.estimate(entry);
+    this.ready.set(entry.path, lm);
     for (const fn of this.loadListeners) fn(lm);
     return lm;
   }

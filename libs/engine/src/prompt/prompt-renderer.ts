@@ -28,7 +28,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
       tools: useTools ? tools : undefined,
       toolChoice: useTools ? toolChoiceText(prompt.toolChoice) : undefined,
       parallelToolCalls: prompt.parallelToolCalls ?? false,
-      addGenerationPrompt: !prompt.continueFinal,
+      addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
       continueFinalMessage: prompt.continueFinal ?? false,
       templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
       jsonSchema: useTools && constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : undefined,

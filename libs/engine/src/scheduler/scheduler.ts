@@ -1,6 +1,7 @@
 import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest } from '../backend/native-addon';
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
+import { KvLock } from './kv-lock';
 import { PrefixCache } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
@@ -14,7 +15,7 @@ export interface SchedulerOptions {
   nBatch: number;
   /** Positions one sequence may hold (prompt + output). */
   nCtxSeq: number;
-  /** Sequence ids reserved for retained prompts. */
+  /** Retained prompts kept at most. */
   cacheSlots: number;
   /** Positions the retained prompts may hold together. */
   cachePositions: number;
@@ -32,6 +33,7 @@ export class Scheduler {
   private readonly active: Sequence[] = [];
   private readonly freeSeqs: number[] = [];
   private readonly cache: PrefixCache;
+  private readonly kv = new KvLock();
   private running = false;
   private closing = false;
   private idle?: () => void;
@@ -41,9 +43,9 @@ export class Scheduler {
     private readonly ctx: NativeContext,
     private readonly opts: SchedulerOptions,
   ) {
-    const total = Math.min(ctx.nSeqMax, opts.concurrency + opts.cacheSlots);
+    const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
-    this.cache = new PrefixCache(Math.max(0, total - opts.concurrency), opts.cachePositions);
+    this.cache = new PrefixCache(opts.cacheSlots, opts.cachePositions);
   }
 
   get queued(): number {
@@ -72,6 +74,29 @@ export class Scheduler {
     return s.channel;
   }
 
+  /**
+   * Runs a KV operation between decode steps (forks, truncation, state reads).
+   * Inside fn, allocSeq/freeSeqId may be used.
+   */
+  exclusive<T>(fn: () => T | Promise<T>): Promise<T> {
+    return this.kv.run(fn);
+  }
+
+  /** A sequence id for a long-lived context; undefined when every id is busy. Call inside exclusive(). */
+  allocSeq(): number | undefined {
+    return this.takeSeqId();
+  }
+
+  /** Returns a context's sequence id (its KV is removed). Call inside exclusive(). */
+  freeSeqId(seq: number): void {
+    this.freeSeq(seq);
+  }
+
+  /** Sequence ids not held by running requests or contexts (retained prompts count as free). */
+  get availableSeqs(): number {
+    return this.freeSeqs.length + this.cache.size;
+  }
+
   /** Stops admitting, lets running sequences finish, then resolves. */
   async drain(): Promise<void> {
     this.closing = true;
@@ -88,10 +113,11 @@ export class Scheduler {
   private async loop(): Promise<void> {
     try {
       while (this.queue.length > 0 || this.active.length > 0) {
-        this.reap();
-        this.admit();
-        if (this.active.length === 0) continue;
-        await this.step();
+        await this.kv.run(async () => {
+          this.reap();
+          this.admit();
+          if (this.active.length > 0) await this.step();
+        });
       }
     } catch (err) {
       // A decode failure fails every sequence in flight; the loop restarts on the next submit.
@@ -132,12 +158,14 @@ export class Scheduler {
 
   private admit(): void {
     while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
-      const seq = this.takeSeqId();
+      const next = this.queue[0];
+      const seq = next.spec.session ? next.spec.session.seq : this.takeSeqId();
       if (seq === undefined) return;
       const s = this.queue.shift() as Sequence;
       s.seq = seq;
       s.prefillStart = performance.now();
-      this.reuseCachedPrefix(s);
+      if (s.spec.session) this.resumeSession(s);
+      else this.reuseCachedPrefix(s);
       s.spec.sampler.acceptPrompt(s.spec.promptTokens);
       this.active.push(s);
     }
@@ -157,6 +185,16 @@ export class Scheduler {
     this.stats.cachedPromptTokens += n;
   }
 
+  /** A context's sequence already holds a prefix of the prompt: keep it, drop the rest. */
+  private resumeSession(s: Sequence): void {
+    const held = s.spec.session!.held;
+    const n = Math.min(held.length, s.spec.promptTokens.length - 1);
+    this.ctx.seqRemove(s.seq, n, -1);
+    s.nPast = n;
+    s.cachedTokens = n;
+    this.stats.cachedPromptTokens += n;
+  }
+
   private takeSeqId(): number | undefined {
     const id = this.freeSeqs.pop();
     if (id !== undefined) return id;
@@ -169,7 +207,11 @@ export class Scheduler {
   private release(s: Sequence, retain: boolean): void {
     s.spec.sampler.dispose();
     if (s.seq < 0) return;
-    if (retain && s.spec.retainPrefix) {
+    if (s.spec.session) {
+      // The context keeps its sequence; what the KV holds is exactly what was decoded.
+      const all = s.heldTokens();
+      s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain);
+    } else if (retain && s.spec.retainPrefix) {
       for (const freed of this.cache.retain(s.seq, s.heldTokens())) this.freeSeq(freed);
     } else {
       this.freeSeq(s.seq);

@@ -4,6 +4,18 @@ import { StopMatcher } from '../text/stop-matcher';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
 
+/**
+ * A request bound to a KV context (named session, context prefill): it runs on
+ * the context's own sequence, which outlives the request.
+ */
+export interface SessionBinding {
+  seq: number;
+  /** Tokens the sequence holds now; the prompt starts with them. */
+  held: Int32Array;
+  /** Called with what the sequence holds once the request ends. */
+  onRelease(held: Int32Array, completed: boolean): void;
+}
+
 /** What the scheduler needs to run one request. */
 export interface SequenceSpec {
   modelName: string;
@@ -17,6 +29,7 @@ export interface SequenceSpec {
   chat?: NativeChatPrompt;
   parseTools: boolean;
   ignoreEos?: boolean;
+  session?: SessionBinding;
   signal?: AbortSignal;
 }
 
@@ -75,6 +88,8 @@ export class Sequence {
    */
   accept(token: number, lp: NativeTokenLogprob | null, nCtxSeq: number): { finish?: FinishReason; stop?: string } {
     if (this.generated.length === 0) this.firstTokenAt = performance.now();
+    // max_tokens 0 only fills the KV (context prefill): the sampled token is dropped.
+    if (this.spec.maxTokens === 0) return { finish: 'length' };
     this.generated.push(token);
     this.lastToken = token;
     if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };

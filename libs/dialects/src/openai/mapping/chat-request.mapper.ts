@@ -26,6 +26,7 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
     constraint: constraintFrom(d, responseFormat(d.response_format)),
     logprobs: d.logprobs ? (d.top_logprobs && d.top_logprobs > 0 ? d.top_logprobs : -1) : 0,
     retainPrefix: d.svc_retain_prefix ?? true,
+    session: d.svc_session,
     signal,
   };
 }
@@ -44,6 +45,7 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
     constraint: constraintFrom(d, { kind: 'none' }),
     logprobs: d.logprobs !== undefined ? (d.logprobs > 0 ? d.logprobs : -1) : 0,
     retainPrefix: d.svc_retain_prefix ?? true,
+    session: d.svc_session,
     signal,
   };
 }

@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import { load as loadYaml } from 'js-yaml';
+import { levelRank, normalizeCompartment } from './marking';
+import { storedKeyDigest } from './keys';
+
+/** One named caller from -callers, with its keys held as sha256 digests. */
+export interface CallerEntry {
+  name: string;
+  digests: Buffer[];
+  clearance?: string;
+  compartments: string[];
+  labels: string[];
+}
+
+/**
+ * Reads a callers file: JSON or YAML (YAML is a superset, so one parser reads
+ * both), either a list of callers or an object with a `callers` list. Throws
+ * an Error naming the problem.
+ */
+export function loadCallersFile(path: string, levels: string[]): CallerEntry[] {
+  const text = readFileSync(path, 'utf8');
+  let doc: unknown;
+  try {
+    doc = text.trim().startsWith('{') || text.trim().startsWith('[') ? JSON.parse(text) : loadYaml(text);
+  } catch (err) {
+    throw new Error(`callers file ${path}: ${(err as Error).message}`);
+  }
+  return parseCallers(doc, levels, path);
+}
+
+export function parseCallers(doc: unknown, levels: string[], source = 'callers'): CallerEntry[] {
+  const list = Array.isArray(doc) ? doc : (doc as { callers?: unknown } | null)?.callers;
+  if (!Array.isArray(list)) throw new Error(`${source}: expected a list of callers (or an object with "callers")`);
+  const seen = new Set<string>();
+  return list.map((raw, i) => {
+    const at = `${source}: callers[${i}]`;
+    if (!raw || typeof raw !== 'object') throw new Error(`${at} is not an object`);
+    const c = raw as Record<string, unknown>;
+    if (typeof c.name !== 'string' || c.name.trim() === '') throw new Error(`${at}.name must be a non-empty string`);
+    const name = c.name.trim();
+    if (seen.has(name)) throw new Error(`${at}: the name ${name} is used twice`);
+    seen.add(name);
+    const strings = (k: string): string[] => {
+      const v = c[k] ?? [];
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x === '')) throw new Error(`${at}.${k} must be a list of strings`);
+      return v as string[];
+    };
+    let clearance: string | undefined;
+    if (c.clearance !== undefined && c.clearance !== null && c.clearance !== '') {
+      if (typeof c.clearance !== 'string') throw new Error(`${at}.clearance must be a string`);
+      const r = levelRank(levels, c.clearance);
+      if (r < 0) throw new Error(`${at}.clearance "${c.clearance}" is not one of ${levels.join(', ')}`);
+      clearance = levels[r];
+    }
+    return {
+      name,
+      digests: strings('keys').map(storedKeyDigest),
+      clearance,
+      compartments: strings('compartments').map(normalizeCompartment),
+      labels: strings('labels'),
+    };
+  });
+}

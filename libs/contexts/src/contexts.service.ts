@@ -1,0 +1,180 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { SERVER_CONFIG, ServerConfig, VERSION } from '../../../apps/server/src/config/server-config';
+import { ContextNotFoundError } from '../../engine/src/contexts/context-errors';
+import { KvContext } from '../../engine/src/contexts/kv-context';
+import { EngineError, InvalidRequestError } from '../../engine/src/core/errors';
+import { CoreMessage } from '../../engine/src/core/generation-request';
+import { LoadedModel } from '../../engine/src/models/loaded-model';
+import { ModelManager } from '../../engine/src/models/model-manager';
+import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
+import { ownerKey, RequestIdentity } from '../../http/src/identity';
+import { decodeState, encodeState, Precision } from './snapshot/kv-quant';
+import { decodeSnapshot, encodeSnapshot, FileKind, SnapshotFile, SnapshotFormatError } from './snapshot/snapshot-file';
+
+const PRECISIONS: Precision[] = ['f32', 'vq8', 'q8'];
+
+/** The contexts feature: spec semantics and file formats over the engine's ContextRegistry. */
+@Injectable()
+export class ContextsService {
+  constructor(
+    @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
+  ) {}
+
+  async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }): Promise<KvContext> {
+    if (body.prompt !== undefined && body.messages !== undefined) throw new InvalidRequestError('send prompt or messages, not both');
+    const lm = await this.models.acquire(model);
+    const tokens = await this.tokensOf(lm, body, true);
+    return lm.contexts.create(ownerKey(who), tokens);
+  }
+
+  async list(model: string, who: RequestIdentity): Promise<KvContext[]> {
+    const lm = await this.models.acquire(model);
+    return lm.contexts.list(ownerKey(who));
+  }
+
+  async find(model: string, who: RequestIdentity, id: string): Promise<{ lm: LoadedModel; ctx: KvContext }> {
+    const lm = await this.models.acquire(model);
+    const ctx = lm.contexts.get(id, ownerKey(who));
+    if (!ctx) throw new ContextNotFoundError(id);
+    return { lm, ctx };
+  }
+
+  async fork(model: string, who: RequestIdentity, id: string, nRaw: string | undefined): Promise<{ children: KvContext[]; ms: number }> {
+    const n = nRaw === undefined || nRaw === '' ? 1 : Number(nRaw);
+    if (!Number.isInteger(n)) throw new InvalidRequestError(`n must be a number, got ${nRaw}`);
+    if (n < 1 || n > 64) throw new InvalidRequestError(`n must be from 1 to 64, got ${n}`);
+    const { lm, ctx } = await this.find(model, who, id);
+    return lm.contexts.fork(ctx, n);
+  }
+
+  async truncate(model: string, who: RequestIdentity, id: string, body: { tokens?: unknown; messages?: unknown }): Promise<KvContext> {
+    const { lm, ctx } = await this.find(model, who, id);
+    let target: number;
+    if (body.tokens !== undefined) {
+      if (typeof body.tokens !== 'number' || !Number.isInteger(body.tokens)) throw new InvalidRequestError('cannot parse request: tokens must be an integer');
+      target = body.tokens;
+    } else if (body.messages !== undefined) {
+      target = (await this.tokensOf(lm, { messages: body.messages }, false))?.length ?? 0;
+    } else {
+      throw new InvalidRequestError('send tokens or messages');
+    }
+    if (target < 0) throw new InvalidRequestError(`cannot truncate to ${target} positions`);
+    if (target > ctx.tokens.length) throw new InvalidRequestError(`context holds ${ctx.tokens.length} positions; cannot truncate to ${target}`);
+    return lm.contexts.truncate(ctx, target);
+  }
+
+  async remove(model: string, who: RequestIdentity, id: string): Promise<void> {
+    const { lm, ctx } = await this.find(model, who, id);
+    await lm.contexts.delete(ctx);
+  }
+
+  /** A snapshot (.svcctx) or export (.svcx) file of a context. */
+  async save(kind: FileKind, model: string, who: RequestIdentity, id: string, precisionRaw: string | undefined): Promise<Buffer> {
+    const precision = (precisionRaw ?? 'f32') as Precision;
+    if (!PRECISIONS.includes(precision)) throw new InvalidRequestError('precision must be f32, vq8 or q8');
+    const { lm, ctx } = await this.find(model, who, id);
+    const state = await lm.contexts.readState(ctx);
+    let payload: Buffer;
+    try {
+      payload = encodeState(state, precision);
+    } catch (err) {
+      throw new InvalidRequestError(`precision ${precision} is not available for this model's KV layout: ${(err as Error).message}`);
+    }
+    const header = {
+      svc_version: VERSION,
+      model: lm.name,
+      weights: `sha256:${lm.contentHash}`,
+      layout: layoutOf(lm),
+      precision,
+      created: Math.floor(Date.now() / 1000),
+      ...(kind === 'export' ? { owner: who.owner, marking: who.marking, context: ctx.id } : {}),
+    };
+    return encodeSnapshot(kind, header, ctx.tokens, payload, this.config.features.contextKey);
+  }
+
+  async restore(model: string, who: RequestIdentity, body: Buffer): Promise<KvContext> {
+    if (who.marking) throw new EngineError('restore of a bare snapshot is refused under classification markings; use export and import', 403);
+    const lm = await this.models.acquire(model);
+    const file = this.open('snapshot', body);
+    this.checkLegacy(file, who);
+    const here = `sha256:${lm.contentHash}`;
+    const there = file.header.weights ?? file.header.layout;
+    const same = file.header.weights ? file.header.weights === here : file.header.layout === layoutOf(lm);
+    if (!same) throw new EngineError(`kv: snapshot was taken with different weights: snapshot holds ${there}, this cache holds ${here}`, 409);
+    return lm.contexts.restore(ownerKey(who), file.tokens, decodeState(file.payload, file.header.precision));
+  }
+
+  async import(model: string, who: RequestIdentity, body: Buffer): Promise<{ ctx: KvContext; from: string }> {
+    const lm = await this.models.acquire(model);
+    const file = this.open('export', body);
+    this.checkLegacy(file, who);
+    if ((file.header.owner ?? '') !== who.owner || (file.header.marking ?? '') !== who.marking) {
+      throw new EngineError('the context belongs to another caller, or to you at another marking', 403);
+    }
+    const here = `sha256:${lm.contentHash}`;
+    if (file.header.layout !== layoutOf(lm)) {
+      throw new EngineError(`kv: snapshot was taken with different weights: snapshot holds ${file.header.weights ?? file.header.layout}, this cache holds ${here}`, 409);
+    }
+    if (file.header.weights && file.header.weights !== here) {
+      throw new EngineError(`this context was computed by weights with content ${file.header.weights}; this model's content is ${here}`, 409);
+    }
+    const ctx = await lm.contexts.restore(ownerKey(who), file.tokens, decodeState(file.payload, file.header.precision));
+    return { ctx, from: file.header.context ?? '' };
+  }
+
+  private open(kind: FileKind, body: Buffer): SnapshotFile {
+    if (!Buffer.isBuffer(body)) throw new InvalidRequestError(`send the ${kind} file as the request body (application/octet-stream)`);
+    try {
+      return decodeSnapshot(kind, body, this.config.features.contextKey);
+    } catch (err) {
+      if (err instanceof SnapshotFormatError) throw new EngineError(err.message, err.status);
+      throw err;
+    }
+  }
+
+  /** Pre-0.3.0 files name weights by layout only: refused under the enterprise profile or a marking. */
+  private checkLegacy(file: SnapshotFile, who: RequestIdentity): void {
+    if (file.version >= 2 && file.header.weights) return;
+    const strict = this.config.features.profile === 'enterprise' || who.marking !== '';
+    if (strict && !this.config.features.allowLegacySnapshots) {
+      throw new EngineError('a snapshot from before version 0.3.0 names its weights by layout only; refused here unless the server runs with -allow-legacy-snapshots', 403);
+    }
+  }
+
+  private async tokensOf(lm: LoadedModel, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<Int32Array | undefined> {
+    if (body.prompt !== undefined) {
+      if (typeof body.prompt !== 'string') throw new InvalidRequestError('cannot parse request: prompt must be a string');
+      return lm.native.tokenize(body.prompt, true, true);
+    }
+    if (body.messages !== undefined) {
+      if (!Array.isArray(body.messages)) throw new InvalidRequestError('cannot parse request: messages must be an array');
+      const rendered = renderPrompt(lm.native, { kind: 'chat', messages: body.messages as CoreMessage[], generationPrompt }, { kind: 'none' });
+      return lm.native.tokenize(rendered.text, true, true);
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The body limit of restore and import: the largest context the model can
+ * hold, at f32 (the widest precision), plus its tokens and headers. Read from
+ * GGUF metadata, without loading the model.
+ */
+export function snapshotBodyLimit(kv: Record<string, unknown> | undefined, ctxFlag: number): number {
+  const arch = String(kv?.['general.architecture'] ?? '');
+  const n = (k: string, d: number) => (typeof kv?.[`${arch}.${k}`] === 'number' ? (kv[`${arch}.${k}`] as number) : d);
+  const layers = n('block_count', 32);
+  const embd = n('embedding_length', 4096);
+  const heads = n('attention.head_count', 32);
+  const kvHeads = n('attention.head_count_kv', heads);
+  const ctx = Math.min(n('context_length', 4096), ctxFlag > 0 ? ctxFlag : 4096);
+  const kvDim = Math.ceil((embd / Math.max(1, heads)) * kvHeads);
+  return layers * ctx * kvDim * 2 * 4 + ctx * 16 + (1 << 20);
+}
+
+/** Architecture and shape: identifies weights the way legacy snapshots did. */
+export function layoutOf(lm: LoadedModel): string {
+  const i = lm.native.info;
+  return `${i.architecture}/L${i.nLayer}/E${i.nEmbd}/H${i.nHead}/KV${i.nHeadKv}/V${i.nVocab}`;
+}

@@ -1,0 +1,167 @@
+import { floatToHalf, halfToFloat } from './f16';
+
+/**
+ * 8-bit snapshot precisions over llama.cpp's per-sequence KV state.
+ *
+ * The state (llama_kv_cache::state_write) is: n_stream, then per stream the
+ * cell count, per-cell metadata, and per layer the K rows then the V rows (or
+ * V transposed). We walk it, keep every structural byte, and replace each f32
+ * or f16 tensor block with 8-bit codes:
+ *   q8  — blocks of 32 values, one f32 scale per block (absmax / 127), like Q8_0;
+ *   vq8 — one f32 scale per vector (a K/V row of one cell, or one transposed V
+ *         row), absmax / 127: "vector-quantized" 8-bit, smaller, a little coarser.
+ * Restore dequantizes back into the original type, so llama.cpp reads an
+ * ordinary state. Other tensor types are kept raw.
+ */
+export type Precision = 'f32' | 'q8' | 'vq8';
+
+const GGML_F32 = 0;
+const GGML_F16 = 1;
+const BLOCK = 32;
+
+interface Chunk {
+  raw?: Buffer;
+  floats?: { type: number; rowLen: number; count: number; data: Buffer };
+}
+
+class Cursor {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+  u32(): number { const v = this.buf.readUInt32LE(this.pos); this.pos += 4; return v; }
+  i32(): number { const v = this.buf.readInt32LE(this.pos); this.pos += 4; return v; }
+  u64(): number { const v = Number(this.buf.readBigUInt64LE(this.pos)); this.pos += 8; return v; }
+}
+
+/** Splits a state into structural bytes and float tensor blocks; throws if the layout is not understood. */
+function parseState(state: Buffer): Chunk[] {
+  const c = new Cursor(state);
+  const chunks: Chunk[] = [];
+  let rawFrom = 0;
+  const flushRaw = (to: number) => {
+    if (to > rawFrom) chunks.push({ raw: state.subarray(rawFrom, to) });
+  };
+  const tensor = (type: number, rowLen: number, count: number, bytes: number) => {
+    flushRaw(c.pos);
+    const data = state.subarray(c.pos, c.pos + bytes);
+    if (data.length !== bytes) throw new Error('truncated state');
+    chunks.push(type === GGML_F32 || type === GGML_F16 ? { floats: { type, rowLen, count, data } } : { raw: data });
+    c.pos += bytes;
+    rawFrom = c.pos;
+  };
+  const nStream = c.u32();
+  for (let s = 0; s < nStream; s++) {
+    const cells = c.u32();
+    if (cells === 0) continue;
+    for (let i = 0; i < cells; i++) {
+      c.i32();
+      const nSeq = c.u32();
+      c.pos += 4 * nSeq;
+    }
+    const vTrans = c.u32();
+    const nLayer = c.u32();
+    for (let l = 0; l < nLayer; l++) {
+      const type = c.i32();
+      const rowSize = c.u64();
+      const elt = type === GGML_F32 ? 4 : type === GGML_F16 ? 2 : 0;
+      tensor(type, elt ? rowSize / elt : rowSize, elt ? (rowSize / elt) * cells : rowSize * cells, rowSize * cells);
+    }
+    for (let l = 0; l < nLayer; l++) {
+      const type = c.i32();
+      if (!vTrans) {
+        const rowSize = c.u64();
+        const elt = type === GGML_F32 ? 4 : type === GGML_F16 ? 2 : 0;
+        tensor(type, elt ? rowSize / elt : rowSize, elt ? (rowSize / elt) * cells : rowSize * cells, rowSize * cells);
+      } else {
+        const eltSize = c.u32();
+        const nEmbd = c.u32();
+        tensor(type, cells, nEmbd * cells, nEmbd * cells * eltSize);
+      }
+    }
+  }
+  flushRaw(c.pos);
+  if (c.pos !== state.length) throw new Error('unexpected bytes after the KV state');
+  return chunks;
+}
+
+function readFloat(type: number, data: Buffer, i: number): number {
+  return type === GGML_F32 ? data.readFloatLE(i * 4) : halfToFloat(data.readUInt16LE(i * 2));
+}
+
+function writeFloat(type: number, data: Buffer, i: number, v: number): void {
+  if (type === GGML_F32) data.writeFloatLE(v, i * 4);
+  else data.writeUInt16LE(floatToHalf(v), i * 2);
+}
+
+/** Encodes a state at the given precision (f32 = the state as llama.cpp wrote it). */
+export function encodeState(state: Buffer, precision: Precision): Buffer {
+  if (precision === 'f32') return state;
+  const chunks = parseState(state);
+  const parts: Buffer[] = [u32(chunks.length)];
+  for (const ch of chunks) {
+    if (ch.raw) {
+      parts.push(Buffer.from([0]), u64(ch.raw.length), ch.raw);
+      continue;
+    }
+    const { type, rowLen, count, data } = ch.floats!;
+    const group = precision === 'q8' ? BLOCK : rowLen;
+    const groups = Math.ceil(count / group);
+    const out = Buffer.alloc(groups * 4 + count);
+    let o = groups * 4;
+    for (let g = 0; g < groups; g++) {
+      const start = g * group;
+      const end = Math.min(count, start + group);
+      let max = 0;
+      for (let i = start; i < end; i++) max = Math.max(max, Math.abs(readFloat(type, data, i)));
+      const scale = max / 127;
+      out.writeFloatLE(scale, g * 4);
+      for (let i = start; i < end; i++) out.writeInt8(scale ? Math.round(readFloat(type, data, i) / scale) : 0, o++);
+    }
+    parts.push(Buffer.from([precision === 'q8' ? 1 : 2, type]), u32(rowLen), u64(count), out);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Decodes back into a state llama.cpp can read. */
+export function decodeState(payload: Buffer, precision: Precision): Buffer {
+  if (precision === 'f32') return payload;
+  const c = new Cursor(payload);
+  const n = c.u32();
+  const parts: Buffer[] = [];
+  for (let k = 0; k < n; k++) {
+    const kind = payload[c.pos++];
+    if (kind === 0) {
+      const len = c.u64();
+      parts.push(payload.subarray(c.pos, c.pos + len));
+      c.pos += len;
+      continue;
+    }
+    const type = payload[c.pos++];
+    const rowLen = c.u32();
+    const count = c.u64();
+    const group = kind === 1 ? BLOCK : rowLen;
+    const groups = Math.ceil(count / group);
+    const scales = c.pos;
+    let codes = c.pos + groups * 4;
+    const out = Buffer.alloc(count * (type === GGML_F32 ? 4 : 2));
+    for (let g = 0; g < groups; g++) {
+      const scale = payload.readFloatLE(scales + g * 4);
+      const end = Math.min(count, (g + 1) * group);
+      for (let i = g * group; i < end; i++) writeFloat(type, out, i, payload.readInt8(codes++) * scale);
+    }
+    c.pos = codes;
+    parts.push(out);
+  }
+  return Buffer.concat(parts);
+}
+
+function u32(v: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b;
+}
+
+function u64(v: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(v));
+  return b;
+}

@@ -1,0 +1,133 @@
+import { InvalidRequestError } from '../../../../engine/src/core/errors';
+import {
+  CoreContentPart,
+  CoreMessage,
+  CoreTool,
+  CoreToolCall,
+  GenerationRequest,
+  OutputConstraint,
+  PromptInput,
+  SamplingParams,
+} from '../../../../engine/src/core/generation-request';
+import { checkMessages, stopsFrom } from '../../shared/to-core';
+import { ChatRequestDto, GenerateRequestDto, RunnerMessage, RunnerOptionsDto, RunnerToolCall } from '../protocol/local-runner.dto';
+
+export const RUNNER_DEFAULT_NUM_PREDICT = 512;
+
+/** /api/generate → the core request. raw sends the prompt as is; otherwise it goes through the chat template. */
+export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): GenerationRequest {
+  const prompt: PromptInput = d.raw
+    ? { kind: 'text', text: d.prompt ?? '' }
+    : {
+        kind: 'chat',
+        messages: [
+          ...(d.system ? [{ role: 'system', content: d.system }] : []),
+          { role: 'user', content: withImages(d.prompt ?? '', d.images) },
+        ],
+      };
+  return base(d, prompt, signal);
+}
+
+/** /api/chat → the core request. One tool call per turn, as the local-runner does. */
+export function chatToCore(d: ChatRequestDto, signal?: AbortSignal): GenerationRequest {
+  checkMessages(d.messages as Array<{ role?: unknown }>);
+  const tools = d.tools?.map(toCoreTool);
+  return base(d, { kind: 'chat', messages: toCoreMessages(d.messages), tools, parallelToolCalls: false }, signal);
+}
+
+function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, signal?: AbortSignal): GenerationRequest {
+  const o = d.options ?? {};
+  return {
+    model: d.model ?? '',
+    prompt,
+    sampling: samplingFromOptions(o),
+    // num_predict < 0 means "until the context fills" in the local-runner: the engine stops at the context anyway.
+    maxTokens: o.num_predict === undefined ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict < 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
+    stop: stopsFrom(o.stop),
+    constraint: formatToConstraint(d.format),
+    logprobs: 0,
+    retainPrefix: true,
+    // The one svc_ extension these routes read.
+    session: d.svc_session,
+    signal,
+  };
+}
+
+export function samplingFromOptions(o: RunnerOptionsDto): SamplingParams {
+  return {
+    temperature: o.temperature,
+    topP: o.top_p,
+    topK: o.top_k,
+    minP: o.min_p,
+    typicalP: o.typical_p,
+    seed: o.seed,
+    repeatPenalty: o.repeat_penalty,
+    repeatLastN: o.repeat_last_n,
+    presencePenalty: o.presence_penalty,
+    frequencyPenalty: o.frequency_penalty,
+  };
+}
+
+/** `format`: "json" for any JSON, a schema object for that schema, "" or absent for free text. */
+export function formatToConstraint(format: GenerateRequestDto['format']): OutputConstraint {
+  if (format === undefined || format === null || format === '') return { kind: 'none' };
+  if (format === 'json') return { kind: 'json' };
+  if (typeof format === 'object') return { kind: 'json_schema', schema: format };
+  throw new InvalidRequestError(`invalid format: "${format}"; send "json" or a JSON Schema object`);
+}
+
+/**
+ * The local-runner's messages carry no call ids; chat templates that pair a
+ * tool answer with its call get ids made up here, matched in order.
+ */
+function toCoreMessages(messages: RunnerMessage[]): CoreMessage[] {
+  let pending: string[] = [];
+  return messages.map((m, i) => {
+    const role = m.role as string;
+    if (m.content !== undefined && m.content !== null && typeof m.content !== 'string') {
+      throw new InvalidRequestError(`cannot parse request: messages[${i}].content must be a string`);
+    }
+    if (m.images !== undefined && m.images !== null && (!Array.isArray(m.images) || !m.images.every((x) => typeof x === 'string'))) {
+      throw new InvalidRequestError(`cannot parse request: messages[${i}].images must be an array of base64 strings`);
+    }
+    const out: CoreMessage = { role, content: withImages((m.content as string | undefined) ?? '', m.images as string[] | undefined) };
+    if (typeof m.thinking === 'string' && m.thinking) out.reasoning_content = m.thinking;
+    if (Array.isArray(m.tool_calls) && m.tool_calls.length) {
+      out.tool_calls = m.tool_calls.map((c, j) => toCoreCall(c, i, j));
+      pending = out.tool_calls.map((c) => c.id);
+    }
+    if (role === 'tool') {
+      const id = pending.shift();
+      if (id) out.tool_call_id = id;
+      if (typeof m.tool_name === 'string') out.name = m.tool_name;
+    }
+    return out;
+  });
+}
+
+function toCoreCall(c: RunnerToolCall, i: number, j: number): CoreToolCall {
+  const fn = c?.function;
+  if (!fn || typeof fn.name !== 'string') throw new InvalidRequestError(`cannot parse request: messages[${i}].tool_calls[${j}].function.name must be a string`);
+  // Arguments are an object here; the core (and the templates) take a JSON string.
+  const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
+  return { id: typeof c.id === 'string' && c.id ? c.id : `call_${i}_${j}`, type: 'function', function: { name: fn.name, arguments: args } };
+}
+
+/** Images (base64, as the local-runner sends them) become media parts; the engine refuses them without a vision projector. */
+function withImages(text: string, images: string[] | undefined): CoreMessage['content'] {
+  if (!images?.length) return text;
+  const parts: CoreContentPart[] = [{ type: 'text', text }];
+  for (const data of images) parts.push({ type: 'media', kind: 'image', data });
+  return parts;
+}
+
+function toCoreTool(t: Record<string, unknown>, i: number): CoreTool {
+  const fn = t.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
+  if ((t.type !== undefined && t.type !== 'function') || !fn || typeof fn.name !== 'string') {
+    throw new InvalidRequestError(`cannot parse request: tools[${i}] must be {type: "function", function: {name, parameters}}`);
+  }
+  return {
+    type: 'function',
+    function: { name: fn.name, description: fn.description as string | undefined, parameters: fn.parameters as Record<string, unknown> | undefined },
+  };
+}

@@ -1,0 +1,44 @@
+import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
+import { InferenceBackend } from '../../../engine/src/backend/inference-backend';
+import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { LoadedModel } from '../../../engine/src/models/loaded-model';
+import { ModelManager } from '../../../engine/src/models/model-manager';
+import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
+import { ShowRequestDto } from './protocol/local-runner.dto';
+import { psEntry, showAnswer, tagsEntry } from './rendering/model-info';
+
+/** GET /api/tags, GET /api/ps, POST /api/show. Pull, copy and delete belong to the model-store work. */
+@Controller('api')
+export class ModelsInfoController {
+  constructor(
+    @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
+    @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(InferenceBackend) private readonly backend: InferenceBackend,
+  ) {}
+
+  @Get('tags')
+  async tags(): Promise<unknown> {
+    const resident = await this.models.resident();
+    return { models: this.catalog.list().map((e) => tagsEntry(e, residentFor(resident, e))) };
+  }
+
+  @Get('ps')
+  async ps(): Promise<unknown> {
+    const onGpu = this.backend.name !== 'cpu';
+    return { models: (await this.models.resident()).map((lm) => psEntry(lm, onGpu)) };
+  }
+
+  @Post('show')
+  @HttpCode(200)
+  async show(@Body() dto: ShowRequestDto): Promise<unknown> {
+    const name = dto.model ?? dto.name;
+    if (!name) throw new InvalidRequestError('model is required');
+    // Unknown names: the catalog's ModelNotFoundError (404, with the available names).
+    const entry = this.catalog.resolve(name);
+    return showAnswer(entry, residentFor(await this.models.resident(), entry));
+  }
+}
+
+function residentFor(resident: LoadedModel[], e: CatalogEntry): LoadedModel | undefined {
+  return resident.find((lm) => lm.entry.path === e.path);
+}

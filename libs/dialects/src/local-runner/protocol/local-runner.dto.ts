@@ -1,0 +1,79 @@
+import { Type } from 'class-transformer';
+import { IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, ValidateIf, ValidateNested } from 'class-validator';
+import { IsStringOrObject, IsStringOrStringArray } from '../../shared/validators';
+
+/**
+ * Runtime options as the local-runner's clients send them. Load-time options
+ * (num_ctx, num_gpu, num_thread...) are accepted and ignored: the one loaded
+ * copy of the model is shared by every request and dialect.
+ */
+export class RunnerOptionsDto {
+  @IsOptional() @IsNumber() temperature?: number;
+  @IsOptional() @IsNumber() top_p?: number;
+  @IsOptional() @IsInt() top_k?: number;
+  @IsOptional() @IsNumber() min_p?: number;
+  @IsOptional() @IsNumber() typical_p?: number;
+  @IsOptional() @IsInt() seed?: number;
+  @IsOptional() @IsInt() num_predict?: number;
+  @IsOptional() @IsStringOrStringArray() stop?: string | string[];
+  @IsOptional() @IsNumber() repeat_penalty?: number;
+  @IsOptional() @IsInt() repeat_last_n?: number;
+  @IsOptional() @IsNumber() presence_penalty?: number;
+  @IsOptional() @IsNumber() frequency_penalty?: number;
+  @IsOptional() @IsInt() num_ctx?: number;
+}
+
+/** Fields /api/generate and /api/chat share. */
+class RunnerRequestBase {
+  @IsOptional() @IsString() model?: string;
+  // "json", "" or a JSON Schema object.
+  @IsOptional() @IsStringOrObject() format?: string | Record<string, unknown>;
+  @IsOptional() @ValidateNested() @Type(() => RunnerOptionsDto) options?: RunnerOptionsDto;
+  @IsOptional() @IsBoolean() stream?: boolean;
+  // Accepted now; the model-store work gives it effect (a duration string or seconds).
+  @IsOptional() @ValidateIf((_o, v) => typeof v !== 'number') @IsString() keep_alive?: string | number;
+  // Accepted now; the contexts work gives it effect.
+  @IsOptional() @IsString() svc_session?: string;
+}
+
+export class GenerateRequestDto extends RunnerRequestBase {
+  @IsOptional() @IsString() prompt?: string;
+  @IsOptional() @IsString() system?: string;
+  @IsOptional() @IsBoolean() raw?: boolean;
+  @IsOptional() @IsArray() @IsString({ each: true }) images?: string[];
+}
+
+export interface RunnerToolCall {
+  id?: string;
+  function?: { name?: unknown; arguments?: unknown };
+}
+
+export interface RunnerMessage {
+  role?: unknown;
+  content?: unknown;
+  images?: unknown;
+  tool_calls?: RunnerToolCall[];
+  tool_name?: unknown;
+  thinking?: unknown;
+}
+
+export class ChatRequestDto extends RunnerRequestBase {
+  @IsArray() messages!: RunnerMessage[];
+  @IsOptional() @IsArray() tools?: Array<Record<string, unknown>>;
+}
+
+export class ShowRequestDto {
+  @IsOptional() @IsString() model?: string;
+  // The name older clients send.
+  @IsOptional() @IsString() name?: string;
+  @IsOptional() @IsBoolean() verbose?: boolean;
+}
+
+/** /api/embed and /api/embeddings: only the model is read until an encoder exists. */
+export class EmbedRequestDto {
+  @IsOptional() @IsString() model?: string;
+  @IsOptional() input?: unknown;
+  @IsOptional() prompt?: unknown;
+  @IsOptional() keep_alive?: unknown;
+}
+

@@ -1,0 +1,82 @@
+import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
+import { StreamWriter } from '../../../../http/src/sse';
+import { collect, DoneEvent } from '../../shared/collect';
+
+export type RunnerAnswerKind = 'chat' | 'generate';
+
+/** Milliseconds → the local-runner's integer nanoseconds. */
+export const ns = (ms: number): number => Math.round(ms * 1e6);
+
+/**
+ * Renders the core event stream as local-runner objects: NDJSON chunks with
+ * done:false, then a final object with done:true and the timings (nanoseconds),
+ * or that final object alone (stream:false) with the whole answer in it.
+ */
+export class RunnerRenderer {
+  constructor(
+    private readonly kind: RunnerAnswerKind,
+    private readonly model: string,
+    /** performance.now() when the request arrived: total_duration counts from there. */
+    private readonly startedAt: number,
+    /** Nanoseconds spent loading the model for this request (0 when it was resident). */
+    private readonly loadNs: number,
+  ) {}
+
+  async complete(events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
+    const c = await collect(events);
+    return { ...this.chunk(c.text, c.toolCalls), ...this.final(c.done) };
+  }
+
+  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    for await (const ev of events) {
+      if (out.closed) break;
+      if (ev.type === 'delta') {
+        if (ev.text) out.line({ ...this.chunk(ev.text, []), done: false });
+      } else if (ev.type === 'tool_calls') {
+        out.line({ ...this.chunk('', ev.calls), done: false });
+      } else {
+        out.line({ ...this.chunk('', []), ...this.final(ev) });
+      }
+    }
+    out.end();
+  }
+
+  private chunk(text: string, calls: ToolCallEvent[]): Record<string, unknown> {
+    const head = { model: this.model, created_at: new Date().toISOString() };
+    if (this.kind === 'generate') return { ...head, response: text };
+    const message: Record<string, unknown> = { role: 'assistant', content: text };
+    if (calls.length) message.tool_calls = calls.map(wireToolCall);
+    return { ...head, message };
+  }
+
+  private final(done: DoneEvent): Record<string, unknown> {
+    return {
+      done: true,
+      // A tool call ends the turn normally: the local-runner reports it as stop.
+      done_reason: done.finishReason === 'length' ? 'length' : 'stop',
+      ...this.timings(done.usage),
+    };
+  }
+
+  private timings(u: Usage): Record<string, number> {
+    return {
+      total_duration: ns(performance.now() - this.startedAt),
+      load_duration: this.loadNs,
+      prompt_eval_count: u.promptTokens,
+      prompt_eval_duration: ns(u.prefillMs),
+      eval_count: u.completionTokens,
+      eval_duration: ns(u.decodeMs),
+    };
+  }
+}
+
+/** Arguments go out as an object (the local-runner's shape), not a JSON string. */
+function wireToolCall(c: ToolCallEvent): Record<string, unknown> {
+  let args: unknown = {};
+  try {
+    args = c.arguments ? JSON.parse(c.arguments) : {};
+  } catch {
+    args = { arguments: c.arguments }; // grammar-forced calls parse; keep a broken one visible rather than drop it
+  }
+  return { ...(c.id ? { id: c.id } : {}), function: { index: c.index, name: c.name, arguments: args } };
+}

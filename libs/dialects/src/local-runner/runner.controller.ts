@@ -1,0 +1,85 @@
+import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
+import { GenerationRequest } from '../../../engine/src/core/generation-request';
+import { EngineService } from '../../../engine/src/engine.service';
+import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { StreamWriter } from '../../../http/src/sse';
+import { ModelCatalog } from '../../../store/src/catalog';
+import { chatToCore, generateToCore } from './mapping/runner-request.mapper';
+import { ChatRequestDto, EmbedRequestDto, GenerateRequestDto } from './protocol/local-runner.dto';
+import { ns, RunnerAnswerKind, RunnerRenderer } from './rendering/runner-renderer';
+
+/** The local-runner's generation routes: DTO → core request → engine → NDJSON renderer. Streaming is on unless stream:false. */
+@Controller('api')
+export class RunnerController {
+  constructor(
+    @Inject(EngineService) private readonly engine: EngineService,
+    @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
+  ) {}
+
+  @Post('generate')
+  @HttpCode(200)
+  async generate(@Body() dto: GenerateRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
+    const started = performance.now();
+    // The local-runner's way to preload a model: an empty prompt loads it and answers done_reason "load".
+    if (!dto.prompt && !dto.images?.length) return this.loadOnly(dto, started, reply);
+    await this.run('generate', generateToCore(dto, signal), dto, started, reply);
+  }
+
+  @Post('chat')
+  @HttpCode(200)
+  async chat(@Body() dto: ChatRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
+    await this.run('chat', chatToCore(dto, signal), dto, performance.now(), reply);
+  }
+
+  @Post('embed')
+  @HttpCode(200)
+  embed(@Body() _dto: EmbedRequestDto): never {
+    throw this.noEncoder();
+  }
+
+  @Post('embeddings')
+  @HttpCode(200)
+  embeddings(@Body() _dto: EmbedRequestDto): never {
+    throw this.noEncoder();
+  }
+
+  private async run(kind: RunnerAnswerKind, req: GenerationRequest, dto: GenerateRequestDto | ChatRequestDto, started: number, reply: FastifyReply): Promise<void> {
+    const startedWall = Date.now();
+    // keep_alive is set on acquire (the engine's generate() re-acquires without touching it).
+    await this.engine.models.acquire(req.model, { keepAlive: dto.keep_alive });
+    const handle = await this.engine.generate(req);
+    const lm = handle.model;
+    const loadNs = lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0;
+    const r = new RunnerRenderer(kind, lm.name, started, loadNs);
+    if (dto.stream ?? true) await r.stream(handle.events, new StreamWriter(reply, 'application/x-ndjson'));
+    else await reply.send(await r.complete(handle.events));
+  }
+
+  private async loadOnly(dto: GenerateRequestDto, started: number, reply: FastifyReply): Promise<void> {
+    const startedWall = Date.now();
+    const lm = await this.engine.models.acquire(dto.model ?? '', { keepAlive: dto.keep_alive });
+    const body = {
+      model: lm.name,
+      created_at: new Date().toISOString(),
+      response: '',
+      done: true,
+      done_reason: 'load',
+      total_duration: ns(performance.now() - started),
+      load_duration: lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0,
+    };
+    if (dto.stream ?? true) {
+      const out = new StreamWriter(reply, 'application/x-ndjson');
+      out.line(body);
+      out.end();
+    } else await reply.send(body);
+  }
+
+  /** No encoder can be loaded yet (the spec's message for a decoder-only server). */
+  private noEncoder(): Error {
+    const name = this.catalog.defaultName();
+    if (name === undefined) return new NoModelError();
+    return new InvalidRequestError(`this server is serving ${name}, a decoder, and has no encoder loaded`);
+  }
+}

@@ -1,0 +1,116 @@
+import { Body, Controller, Delete, Head, HttpCode, HttpException, Inject, Post, Req, Res } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { ServerConfig, SERVER_CONFIG } from '../../../../apps/server/src/config/server-config';
+import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { ModelManager } from '../../../engine/src/models/model-manager';
+import { StreamWriter } from '../../../http/src/sse';
+import { toHttpFailure } from '../../../http/src/http-errors';
+import { BootState } from '../../../observability/src/boot-state';
+import { ModelCatalog } from '../../../store/src/catalog';
+import { parseModelRef } from '../../../store/src/model-ref';
+import { PullProgress, PullService } from '../../../store/src/pull/pull-service';
+import { StoreAdmin } from '../../../store/src/store-admin';
+
+type Json = Record<string, unknown>;
+
+/**
+ * The local-runner's model-store routes: pull, copy, delete (svc's own store
+ * only); push, create and blob uploads are not offered (501).
+ */
+@Controller('api')
+export class StoreController {
+  private readonly puller: PullService;
+  private readonly admin: StoreAdmin;
+
+  constructor(
+    @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
+    @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+  ) {
+    this.puller = new PullService(catalog.store);
+    this.admin = new StoreAdmin(catalog);
+  }
+
+  @Post('pull')
+  async pull(@Body() body: Json, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    this.guard(req);
+    const source = String(body?.model ?? body?.name ?? '').trim();
+    // Refuse a hostile or empty name before a stream (and its 200) begins.
+    if (!/^https?:\/\//i.test(source)) parseModelRef(source);
+    const ac = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) ac.abort();
+    });
+    const opts = { insecure: body?.insecure === true, signal: ac.signal };
+    if (body?.stream === false) {
+      await this.puller.pull(source, opts).catch((err) => {
+        const f = toHttpFailure(err);
+        throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
+      });
+      this.afterPull();
+      await reply.status(200).send({ status: 'success' });
+      return;
+    }
+    const out = new StreamWriter(reply, 'application/x-ndjson');
+    try {
+      await this.puller.pull(source, { ...opts, onProgress: (p: PullProgress) => out.line(p) });
+      this.afterPull();
+    } catch (err) {
+      out.line({ error: (err as Error).message });
+    }
+    out.end();
+  }
+
+  @Post('copy')
+  @HttpCode(200)
+  async copy(@Body() body: Json, @Req() req: FastifyRequest): Promise<void> {
+    this.guard(req);
+    if (typeof body?.source !== 'string' || typeof body?.destination !== 'string') {
+      throw new InvalidRequestError('copy needs source and destination');
+    }
+    await this.admin.copy(body.source, body.destination);
+  }
+
+  @Delete('delete')
+  async delete(@Body() body: Json, @Req() req: FastifyRequest): Promise<void> {
+    this.guard(req);
+    const gone = this.admin.delete(String(body?.model ?? body?.name ?? ''));
+    if (gone.path) await this.models.unloadPath(gone.path);
+  }
+
+  @Post(['push', 'create', 'blobs/:digest'])
+  @HttpCode(501)
+  refused(@Req() req: FastifyRequest): never {
+    throw new HttpException(`${req.url.split('?')[0]} is not offered by this server: svc does not push, create models or take blob uploads`, 501);
+  }
+
+  @Head('blobs/:digest')
+  refusedHead(@Req() req: FastifyRequest): never {
+    return this.refused(req);
+  }
+
+  /** -pull=false turns the store routes off; a web page from an origin not in -cors may not change the store. */
+  private guard(req: FastifyRequest): void {
+    if (!this.config.pull) throw new HttpException('model-store routes are off on this server (-pull=false)', 501);
+    const origin = req.headers.origin;
+    if (origin && !this.config.cors.includes(origin)) {
+      throw new HttpException(`a web page at ${origin} may not change this server's model store`, 403);
+    }
+  }
+
+  /** The no-model state ends with the first pulled model: serve it without a restart. */
+  private afterPull(): void {
+    const boot = this.moduleRef.get(BootState, { strict: false });
+    if (!boot || (boot.state !== 'no-model' && boot.state !== 'failed')) return;
+    this.models.acquire('').then(
+      (lm) => {
+        boot.model = lm;
+        boot.error = undefined;
+        boot.state = 'ready';
+      },
+      () => undefined,
+    );
+  }
+}

@@ -1,0 +1,35 @@
+import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { EngineService } from '../../../engine/src/engine.service';
+import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { StreamWriter } from '../../../http/src/sse';
+import { messagesPromptToCore, messagesRequestToCore } from './mapping/messages-request.mapper';
+import { MessagesRequestDto } from './protocol/messages.dto';
+import { MessagesRenderer } from './rendering/messages-renderer';
+
+/**
+ * The messages dialect: DTO → core request → engine → renderer. The x-api-key
+ * and anthropic-version headers its SDK sends are accepted and not read here
+ * (authentication, when configured, reads x-api-key globally).
+ */
+@Controller('v1/messages')
+export class MessagesController {
+  constructor(@Inject(EngineService) private readonly engine: EngineService) {}
+
+  @Post()
+  @HttpCode(200)
+  async create(@Body() dto: MessagesRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
+    const req = messagesRequestToCore(dto, signal);
+    const handle = await this.engine.generate(req);
+    const r = new MessagesRenderer(handle.model.name, handle.promptTokens, req.stop);
+    if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
+    else await reply.send(await r.complete(handle.events));
+  }
+
+  @Post('count_tokens')
+  @HttpCode(200)
+  async countTokens(@Body() dto: MessagesRequestDto): Promise<{ input_tokens: number; svc_model: string }> {
+    const { model, tokens } = await this.engine.countTokens(dto.model ?? '', messagesPromptToCore(dto));
+    return { input_tokens: tokens, svc_model: model.name };
+  }
+}

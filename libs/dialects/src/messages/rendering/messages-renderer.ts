@@ -1,0 +1,115 @@
+import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
+import { StreamWriter } from '../../../../http/src/sse';
+import { collect, DoneEvent, newId } from '../../shared/collect';
+import { WireContentBlock, WireMessage, WireStopReason, WireUsage } from '../protocol/wire-types';
+
+/**
+ * Renders the core event stream as a messages-dialect answer: one `message`
+ * object, or the named SSE events (message_start, content_block_*, ping,
+ * message_delta, message_stop) the official SDK accumulates.
+ */
+export class MessagesRenderer {
+  private readonly id = newId('msg_');
+
+  constructor(
+    private readonly model: string,
+    /** Prompt tokens, known before the first event (message_start carries them). */
+    private readonly promptTokens: number,
+    /** The caller's stop_sequences: only these are reported as stop_sequence (template stops are end_turn). */
+    private readonly requestedStops: string[],
+  ) {}
+
+  async complete(events: AsyncIterable<GenerationEvent>): Promise<WireMessage> {
+    const c = await collect(events);
+    const content: WireContentBlock[] = [];
+    // Always at least one block, so content[0] exists for a plain-text answer (even an empty one).
+    if (c.text || c.toolCalls.length === 0) content.push({ type: 'text', text: c.text });
+    for (const call of c.toolCalls) content.push(toolUseBlock(call));
+    const { reason, sequence } = this.stopOf(c.done);
+    return { ...this.shell(), content, stop_reason: reason, stop_sequence: sequence, usage: wireUsage(c.done.usage) };
+  }
+
+  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    const start = { ...this.shell(), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.promptTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
+    out.event({ type: 'message_start', message: start }, 'message_start');
+    out.event({ type: 'ping' }, 'ping');
+    let index = 0;
+    let textOpen = false;
+    let blocks = 0;
+    const openText = (): void => {
+      out.event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, 'content_block_start');
+      textOpen = true;
+      blocks++;
+    };
+    const closeBlock = (): void => {
+      out.event({ type: 'content_block_stop', index }, 'content_block_stop');
+      index++;
+    };
+    for await (const ev of events) {
+      if (out.closed) break;
+      if (ev.type === 'delta') {
+        if (!ev.text) continue;
+        if (!textOpen) openText();
+        out.event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: ev.text } }, 'content_block_delta');
+      } else if (ev.type === 'tool_calls') {
+        if (textOpen) {
+          closeBlock();
+          textOpen = false;
+        }
+        for (const call of ev.calls) {
+          const block = toolUseBlock(call);
+          out.event({ type: 'content_block_start', index, content_block: { ...block, input: {} } }, 'content_block_start');
+          if (call.arguments) out.event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: call.arguments } }, 'content_block_delta');
+          closeBlock();
+          blocks++;
+        }
+      } else {
+        if (blocks === 0) openText();
+        if (textOpen) closeBlock();
+        const { reason, sequence } = this.stopOf(ev);
+        out.event({ type: 'message_delta', delta: { stop_reason: reason, stop_sequence: sequence }, usage: wireUsage(ev.usage) }, 'message_delta');
+        out.event({ type: 'message_stop' }, 'message_stop');
+      }
+    }
+    out.end();
+  }
+
+  private shell(): Pick<WireMessage, 'id' | 'type' | 'role' | 'model'> {
+    return { id: this.id, type: 'message', role: 'assistant', model: this.model };
+  }
+
+  private stopOf(done: DoneEvent): { reason: WireStopReason; sequence: string | null } {
+    switch (done.finishReason) {
+      case 'length':
+        return { reason: 'max_tokens', sequence: null };
+      case 'tool_calls':
+        return { reason: 'tool_use', sequence: null };
+      default:
+        if (done.stopSequence !== undefined && this.requestedStops.includes(done.stopSequence)) return { reason: 'stop_sequence', sequence: done.stopSequence };
+        return { reason: 'end_turn', sequence: null };
+    }
+  }
+}
+
+function toolUseBlock(call: ToolCallEvent): Extract<WireContentBlock, { type: 'tool_use' }> {
+  return { type: 'tool_use', id: call.id || newId('toolu_'), name: call.name, input: parseInput(call.arguments) };
+}
+
+/** The call grammar makes arguments JSON; should a model still break it, the raw text is kept rather than lost. */
+function parseInput(args: string): unknown {
+  if (!args) return {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
+export function wireUsage(u: Usage): WireUsage {
+  return {
+    input_tokens: u.promptTokens,
+    output_tokens: u.completionTokens,
+    cache_read_input_tokens: u.cachedPromptTokens,
+    cache_creation_input_tokens: 0,
+  };
+}

@@ -1,0 +1,242 @@
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { NativeContext, NativeModel } from '../backend/native-addon';
+import { InvalidRequestError } from '../core/errors';
+import { Scheduler } from '../scheduler/scheduler';
+import { SessionBinding } from '../scheduler/sequence';
+import { writeFileAtomic } from '../util/atomic-file';
+import { ContextBusyError, ContextCapacityError } from './context-errors';
+import { KvContext } from './kv-context';
+
+/** Tokens at the end of a context that a new prompt may re-tokenize differently. */
+const RETOKENIZE_SLACK = 8;
+
+/**
+ * The contexts of one loaded model. Every KV operation runs through the
+ * scheduler's exclusive() so it never overlaps a decode step. Contexts beyond
+ * the resident budget are spilled to disk (least recently used first) and come
+ * back transparently on use.
+ */
+export class ContextRegistry {
+  private readonly byId = new Map<string, KvContext>();
+  private readonly byName = new Map<string, KvContext>();
+  private nextId = 1;
+
+  constructor(
+    private readonly model: NativeModel,
+    private readonly ctx: NativeContext,
+    private readonly scheduler: Scheduler,
+    private readonly spillDir: string,
+    private readonly maxResident: number,
+  ) {}
+
+  list(owner: string): KvContext[] {
+    return [...this.byId.values()].filter((c) => c.owner === owner);
+  }
+
+  /** Another owner's context does not exist (404, never 403). */
+  get(id: string, owner: string): KvContext | undefined {
+    const c = this.byId.get(id);
+    return c && c.owner === owner ? c : undefined;
+  }
+
+  /** A new context, optionally prefilled with `tokens`. */
+  async create(owner: string, tokens: Int32Array | undefined, parent = ''): Promise<KvContext> {
+    const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
+    await this.scheduler.exclusive(async () => (c.seq = await this.allocSeq()));
+    this.byId.set(c.id, c);
+    if (tokens && tokens.length > 0) {
+      try {
+        await this.prefill(c, tokens);
+      } catch (err) {
+        await this.delete(c);
+        throw err;
+      }
+    }
+    return c;
+  }
+
+  /** n children sharing every cell of the parent; nothing is copied. */
+  async fork(parent: KvContext, n: number): Promise<{ children: KvContext[]; ms: number }> {
+    return this.withContext(parent, async () => {
+      const started = performance.now();
+      const children: KvContext[] = [];
+      await this.scheduler.exclusive(async () => {
+        await this.makeResident(parent);
+        for (let i = 0; i < n; i++) {
+          const child = new KvContext(`ctx_${this.nextId++}`, parent.owner, parent.id, Math.floor(Date.now() / 1000));
+          child.seq = await this.allocSeq(parent);
+          this.ctx.seqCopy(parent.seq as number, child.seq, -1, -1);
+          child.tokens = parent.tokens.slice();
+          child.sharedWithParent = parent.tokens.length;
+          this.byId.set(child.id, child);
+          children.push(child);
+        }
+      });
+      return { children, ms: performance.now() - started };
+    });
+  }
+
+  async truncate(c: KvContext, n: number): Promise<KvContext> {
+    return this.withContext(c, () =>
+      this.scheduler.exclusive(async () => {
+        await this.makeResident(c);
+        this.ctx.seqRemove(c.seq as number, n, -1);
+        c.tokens = c.tokens.slice(0, n);
+        c.sharedWithParent = Math.min(c.sharedWithParent, n);
+        return c;
+      }),
+    );
+  }
+
+  async delete(c: KvContext): Promise<void> {
+    if (c.busy) throw new ContextBusyError();
+    this.byId.delete(c.id);
+    if (c.sessionName) this.byName.delete(c.sessionName);
+    await this.scheduler.exclusive(() => {
+      if (c.seq !== undefined) this.scheduler.freeSeqId(c.seq);
+      c.seq = undefined;
+      if (c.spillPath) rmSync(c.spillPath, { force: true });
+    });
+  }
+
+  /** The serialized KV state of a context (llama.cpp's per-sequence state). */
+  async readState(c: KvContext): Promise<Buffer> {
+    return this.withContext(c, () =>
+      this.scheduler.exclusive(async () => {
+        if (c.seq === undefined && c.spillPath) return readFileSync(c.spillPath);
+        return this.ctx.stateSeqGet(c.seq as number);
+      }),
+    );
+  }
+
+  /** A new context from saved tokens and state (restore, import). */
+  async restore(owner: string, tokens: Int32Array, state: Buffer): Promise<KvContext> {
+    const c = new KvContext(`ctx_${this.nextId++}`, owner, '', Math.floor(Date.now() / 1000));
+    await this.scheduler.exclusive(async () => {
+      c.seq = await this.allocSeq();
+      const read = await this.ctx.stateSeqSet(c.seq, state);
+      if (read === 0) {
+        this.scheduler.freeSeqId(c.seq);
+        throw new InvalidRequestError('the snapshot state does not fit this model');
+      }
+    });
+    c.tokens = tokens.slice();
+    this.byId.set(c.id, c);
+    return c;
+  }
+
+  /** The context behind a named session, created on first use. */
+  async session(name: string, owner: string): Promise<KvContext> {
+    const byId = this.get(name, owner);
+    if (byId) return byId;
+    const named = this.byName.get(name);
+    if (named && named.owner === owner) return named;
+    const c = await this.create(owner, undefined);
+    c.sessionName = name;
+    this.byName.set(name, c);
+    return c;
+  }
+
+  /**
+   * Binds a request to a context: the prompt must start with what the context
+   * holds (a few trailing tokens may re-tokenize differently). Marks it busy
+   * until the request ends.
+   */
+  async bind(c: KvContext, prompt: Int32Array, label: string): Promise<SessionBinding> {
+    if (c.busy) throw new ContextBusyError();
+    let n = 0;
+    while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
+    if (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n)) {
+      throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
+    }
+    c.busy = true;
+    try {
+      await this.scheduler.exclusive(() => this.makeResident(c));
+    } catch (err) {
+      c.busy = false;
+      throw err;
+    }
+    c.lastUsed = Date.now();
+    c.tokens = c.tokens.slice(0, n);
+    return {
+      seq: c.seq as number,
+      held: c.tokens,
+      onRelease: (held) => {
+        c.tokens = held.slice();
+        c.sharedWithParent = Math.min(c.sharedWithParent, n);
+        c.busy = false;
+      },
+    };
+  }
+
+  /** Runs fn while the context is marked busy (409 for a second writer). */
+  private async withContext<T>(c: KvContext, fn: () => Promise<T>): Promise<T> {
+    if (c.busy) throw new ContextBusyError();
+    c.busy = true;
+    c.lastUsed = Date.now();
+    try {
+      return await fn();
+    } finally {
+      c.busy = false;
+    }
+  }
+
+  private async prefill(c: KvContext, tokens: Int32Array): Promise<void> {
+    const binding = await this.bind(c, tokens, c.id);
+    const sampler = this.ctx.createSampler({ temperature: 0 });
+    const events = this.scheduler.submit({
+      modelName: '',
+      promptTokens: tokens,
+      sampler,
+      maxTokens: 0,
+      stop: [],
+      logprobs: 0,
+      retainPrefix: false,
+      parseTools: false,
+      session: binding,
+    });
+    for await (const _ of events) {
+      // Prefill only: the single `done` event carries nothing we need.
+    }
+  }
+
+  /** Inside exclusive(): give the context a sequence again, reading its spilled state. */
+  private async makeResident(c: KvContext): Promise<void> {
+    if (c.seq !== undefined) return;
+    const seq = await this.allocSeq(c);
+    if (c.spillPath) {
+      const read = await this.ctx.stateSeqSet(seq, readFileSync(c.spillPath));
+      if (read === 0) {
+        this.scheduler.freeSeqId(seq);
+        throw new Error(`could not restore spilled context ${c.id}`);
+      }
+      rmSync(c.spillPath, { force: true });
+      c.spillPath = undefined;
+    }
+    c.seq = seq;
+    c.sharedWithParent = 0; // restored cells are its own
+  }
+
+  /** Inside exclusive(): a free sequence id, spilling the least recently used idle context if needed. */
+  private async allocSeq(keep?: KvContext): Promise<number> {
+    const resident = [...this.byId.values()].filter((x) => x.seq !== undefined);
+    if (resident.length >= this.maxResident || this.scheduler.availableSeqs === 0) {
+      const victim = resident.filter((x) => !x.busy && x !== keep).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (!victim) throw new ContextCapacityError();
+      await this.spill(victim);
+    }
+    const seq = this.scheduler.allocSeq();
+    if (seq === undefined) throw new ContextCapacityError();
+    return seq;
+  }
+
+  private async spill(c: KvContext): Promise<void> {
+    mkdirSync(this.spillDir, { recursive: true });
+    const path = join(this.spillDir, `${c.id}.kv`);
+    writeFileAtomic(path, await this.ctx.stateSeqGet(c.seq as number));
+    this.scheduler.freeSeqId(c.seq as number);
+    c.seq = undefined;
+    c.spillPath = path;
+  }
+}

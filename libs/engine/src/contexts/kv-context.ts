@@ -1,0 +1,52 @@
+/** Positions per storage page: the unit `pages` and `shared_pages` count in. */
+export const PAGE_TOKENS = 256;
+
+/**
+ * A reusable KV-cache context: a sequence of the model's unified KV cache that
+ * outlives requests. A fork shares its parent's cells (seq_cp in a unified KV
+ * buffer copies no bytes); a page diverges only when written.
+ */
+export class KvContext {
+  /** Sequence id while resident; undefined while spilled to disk. */
+  seq: number | undefined;
+  tokens: Int32Array = new Int32Array(0);
+  /** Leading positions whose cells are still the parent's. */
+  sharedWithParent = 0;
+  spillPath?: string;
+  busy = false;
+  lastUsed = Date.now();
+  /** A named session (svc_session) bound to this context, if any. */
+  sessionName?: string;
+
+  constructor(
+    readonly id: string,
+    /** Caller (and marking) that owns it; '' on a server without named callers. */
+    readonly owner: string,
+    readonly parent: string,
+    readonly created: number,
+  ) {}
+
+  get pages(): number {
+    return Math.ceil(this.tokens.length / PAGE_TOKENS);
+  }
+
+  /** Pages still the parent's: a partly filled last page stays shared until this context writes into it. */
+  get sharedPages(): number {
+    const shared = Math.min(this.sharedWithParent, this.tokens.length);
+    return shared === this.tokens.length ? Math.ceil(shared / PAGE_TOKENS) : Math.floor(shared / PAGE_TOKENS);
+  }
+
+  /** The spec's context object. */
+  toJSON(): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      id: this.id,
+      parent: this.parent,
+      created: this.created,
+      tokens: this.tokens.length,
+      pages: this.pages,
+      shared_pages: this.sharedPages,
+    };
+    if (this.seq === undefined) o.spilled = true;
+    return o;
+  }
+}

@@ -1,0 +1,55 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * Crash safety for the store: a file becomes visible only by rename(2) of a
+ * complete, fsynced temp file in the same directory, and the directory is
+ * fsynced after so the rename itself survives power loss. A kill -9 at any
+ * moment leaves either the old file or the new one, never half of one; at
+ * worst a `.tmp-*` file that readers ignore and the next write cleans.
+ */
+export function writeFileAtomic(path: string, data: string | Buffer): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `.tmp-${basename(path)}-${randomBytes(6).toString('hex')}`);
+  const fd = openSync(tmp, 'w', 0o644);
+  try {
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  fsyncDir(dir);
+}
+
+/** Moves a complete, already fsynced file into place, then persists the rename. */
+export function renameDurable(from: string, to: string): void {
+  mkdirSync(dirname(to), { recursive: true });
+  renameSync(from, to);
+  fsyncDir(dirname(to));
+}
+
+export function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function fsyncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // Some file systems refuse fsync on a directory; the rename is still atomic.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

@@ -1,0 +1,173 @@
+import { existsSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic, fsyncDir } from './atomic-file';
+import { checkDigest, displayName, manifestRelPath, ModelRef, parseModelRef } from './model-ref';
+import { sameModel } from './model-names';
+
+export const MEDIA_MODEL = 'application/vnd.ollama.image.model';
+export const MEDIA_ADAPTER = 'application/vnd.ollama.image.adapter';
+export const MEDIA_PROJECTOR = 'application/vnd.ollama.image.projector';
+export const MEDIA_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
+
+export interface Layer {
+  mediaType: string;
+  digest: string;
+  size: number;
+}
+
+export interface Manifest {
+  schemaVersion: number;
+  mediaType?: string;
+  config?: Layer;
+  layers: Layer[];
+}
+
+export interface StoredModel {
+  ref: ModelRef;
+  name: string;
+  manifest: Manifest;
+  modifiedAt: Date;
+}
+
+/**
+ * A content-addressed store in Ollama's layout: blobs/sha256-<hex> plus
+ * manifests/<host>/<namespace>/<model>/<tag>. Used read-write for svc's own
+ * store and read-only for the local-runner's (writable=false refuses every
+ * write before it touches anything).
+ */
+export class ManifestStore {
+  /** Digests a pull in this process has downloaded but not yet referenced: never garbage. */
+  readonly pinned = new Set<string>();
+
+  constructor(
+    readonly root: string,
+    readonly writable: boolean,
+  ) {}
+
+  get blobsDir(): string {
+    return join(this.root, 'blobs');
+  }
+
+  /** Where unfinished downloads live until verified (svc's store only). */
+  get partialDir(): string {
+    return join(this.root, 'partial');
+  }
+
+  blobPath(digest: string): string {
+    return join(this.blobsDir, checkDigest(digest).replace(':', '-'));
+  }
+
+  hasBlob(l: Layer): boolean {
+    try {
+      return statSync(this.blobPath(l.digest)).size === l.size;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Every readable manifest; a corrupt or foreign file is skipped, never fatal. */
+  list(): StoredModel[] {
+    const base = join(this.root, 'manifests');
+    const out: StoredModel[] = [];
+    for (const host of dirs(base)) {
+      for (const ns of dirs(join(base, host))) {
+        for (const model of dirs(join(base, host, ns))) {
+          for (const tag of files(join(base, host, ns, model))) {
+            const m = this.readManifest(`${host}/${ns}/${model}:${tag}`);
+            if (m) out.push(m);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  find(name: string): StoredModel | undefined {
+    return this.list().find((m) => sameModel(m.name, name));
+  }
+
+  readManifest(name: string): StoredModel | undefined {
+    let ref: ModelRef;
+    try {
+      ref = parseModelRef(name);
+    } catch {
+      return undefined;
+    }
+    const path = join(this.root, 'manifests', ...manifestRelPath(ref));
+    try {
+      const manifest = JSON.parse(readFileSync(path, 'utf8')) as Manifest;
+      if (!Array.isArray(manifest.layers)) return undefined;
+      for (const l of manifest.layers) checkDigest(l.digest);
+      return { ref, name: displayName(ref), manifest, modifiedAt: statSync(path).mtime };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The last step of a pull or copy: the model becomes visible atomically. */
+  writeManifest(ref: ModelRef, manifest: Manifest): void {
+    this.mustWrite();
+    for (const l of [...manifest.layers, ...(manifest.config ? [manifest.config] : [])]) {
+      if (!this.hasBlob(l)) throw new Error(`blob ${l.digest} is missing; not writing the manifest`);
+    }
+    writeFileAtomic(join(this.root, 'manifests', ...manifestRelPath(ref)), JSON.stringify(manifest));
+  }
+
+  /** Removes one manifest, then every blob no other manifest (or running pull) references. */
+  remove(m: StoredModel): void {
+    this.mustWrite();
+    const dir = join(this.root, 'manifests', ...manifestRelPath(m.ref).slice(0, 3));
+    unlinkSync(join(dir, m.ref.tag));
+    fsyncDir(dir);
+    for (const d of [dir, join(dir, '..'), join(dir, '..', '..')]) {
+      try {
+        rmdirSync(d); // only succeeds when empty
+      } catch {
+        break;
+      }
+    }
+    this.collectGarbage(digestsOf(m.manifest));
+  }
+
+  private collectGarbage(candidates: Set<string>): void {
+    const live = new Set<string>(this.pinned);
+    for (const other of this.list()) for (const d of digestsOf(other.manifest)) live.add(d);
+    for (const d of candidates) {
+      if (live.has(d)) continue;
+      try {
+        unlinkSync(this.blobPath(d));
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private mustWrite(): void {
+    if (!this.writable) throw new Error(`${this.root} is read-only to svc`);
+  }
+}
+
+export function digestsOf(m: Manifest): Set<string> {
+  return new Set([...m.layers, ...(m.config ? [m.config] : [])].map((l) => l.digest));
+}
+
+export function modelLayer(m: Manifest): Layer | undefined {
+  return m.layers.find((l) => l.mediaType === MEDIA_MODEL);
+}
+
+function dirs(p: string): string[] {
+  return entries(p).filter((e) => e.isDirectory()).map((e) => e.name);
+}
+
+function files(p: string): string[] {
+  return entries(p).filter((e) => e.isFile()).map((e) => e.name);
+}
+
+function entries(p: string) {
+  if (!existsSync(p)) return [];
+  try {
+    return readdirSync(p, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from '../manifest-store';
+import { checkDigest, displayName, ModelRef, parseModelRef } from '../model-ref';
+import { downloadBlob } from './blob-download';
+import { PullError, RegistryClient } from './registry-client';
+
+/** One progress object, as the local-runner's pull streams them. */
+export interface PullProgress {
+  status: string;
+  digest?: string;
+  total?: number;
+  completed?: number;
+}
+
+export interface PullOptions {
+  insecure?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (p: PullProgress) => void;
+}
+
+const PROGRESS_EVERY_MS = 100;
+
+/**
+ * Pulls a model into svc's store: from a registry (Ollama's protocol; also
+ * hf.co/<user>/<repo>:<quant>) or from a plain http(s) URL of a GGUF file.
+ * Order of visibility: blobs only after their sha256 verified, the manifest
+ * last, so a model is either wholly there or not listed at all.
+ */
+export class PullService {
+  /** One download per digest at a time, even across concurrent pulls. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly store: ManifestStore,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  /** Returns the name the model is listed under. */
+  async pull(source: string, o: PullOptions = {}): Promise<string> {
+    const emit = o.onProgress ?? (() => undefined);
+    const src = String(source ?? '').trim();
+    if (/^https?:\/\//i.test(src)) return this.pullUrl(src, o, emit);
+    const ref = parseModelRef(src);
+    const client = new RegistryClient(ref, { insecure: o.insecure, env: this.env });
+    emit({ status: 'pulling manifest' });
+    const manifest = await client.manifest(o.signal);
+    const layers = [...(manifest.config ? [manifest.config] : []), ...manifest.layers];
+    for (const l of layers) checkDigest(l.digest);
+    for (const l of layers) this.store.pinned.add(l.digest);
+    try {
+      for (const l of layers) await this.fetchLayer(client, l, o, emit);
+      emit({ status: 'verifying sha256 digest' });
+      emit({ status: 'writing manifest' });
+      this.store.writeManifest(ref, manifest);
+    } finally {
+      for (const l of layers) this.store.pinned.delete(l.digest);
+    }
+    emit({ status: 'success' });
+    return displayName(ref);
+  }
+
+  private async fetchLayer(client: RegistryClient, l: Layer, o: PullOptions, emit: (p: PullProgress) => void): Promise<void> {
+    const status = `pulling ${l.digest.slice(7, 19)}`;
+    if (this.store.hasBlob(l)) {
+      emit({ status, digest: l.digest, total: l.size, completed: l.size });
+      return;
+    }
+    await this.once(l.digest, () =>
+      downloadBlob({
+        digest: l.digest,
+        key: l.digest.replace(':', '-'),
+        size: l.size,
+        partialDir: this.store.partialDir,
+        dest: () => this.store.blobPath(l.digest),
+        get: (headers, signal) => client.fetch(client.blobUrl(l.digest), { headers, signal }),
+        onProgress: throttle((completed, total) => emit({ status, digest: l.digest, total, completed })),
+        signal: o.signal,
+      }),
+    );
+    emit({ status, digest: l.digest, total: l.size, completed: l.size });
+  }
+
+  /** A GGUF at a URL becomes a one-layer manifest named after the file. */
+  private async pullUrl(url: string, o: PullOptions, emit: (p: PullProgress) => void): Promise<string> {
+    const u = new URL(url);
+    const ref = refForUrl(u);
+    emit({ status: 'pulling manifest' });
+    const head = await fetch(u, { method: 'HEAD', redirect: 'follow', signal: o.signal }).catch(() => undefined);
+    if (head && head.status === 404) throw new PullError(`pull: ${u.host} has no file at ${u.pathname}`, 404);
+    const len = Number(head?.headers.get('content-length') ?? NaN);
+    const size = head?.ok && Number.isFinite(len) && len > 0 ? len : undefined;
+    const key = `url-${createHash('sha256').update(url).digest('hex').slice(0, 24)}`;
+    const status = `pulling ${key.slice(4, 16)}`;
+    const hex = await this.once(key, () =>
+      downloadBlob({
+        key,
+        size,
+        partialDir: this.store.partialDir,
+        dest: (h) => this.store.blobPath(`sha256:${h}`),
+        get: (headers, signal) => fetch(u, { headers, signal, redirect: 'follow' }),
+        onProgress: throttle((completed, total) => emit({ status, total: total || completed, completed })),
+        onVerify: () => emit({ status: 'verifying sha256 digest' }),
+        signal: o.signal,
+      }),
+    );
+    const digest = `sha256:${hex}`;
+    const layer: Layer = { mediaType: MEDIA_MODEL, digest, size: this.blobSize(digest) };
+    const manifest: Manifest = { schemaVersion: 2, mediaType: MEDIA_MANIFEST, layers: [layer] };
+    emit({ status: 'writing manifest' });
+    this.store.writeManifest(ref, manifest);
+    emit({ status: 'success' });
+    return displayName(ref);
+  }
+
+  private blobSize(digest: string): number {
+    return statSync(this.store.blobPath(digest)).size;
+  }
+
+  private async once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      const running = this.inFlight.get(key);
+      if (!running) break;
+      await running.catch(() => undefined);
+    }
+    const p = fn();
+    this.inFlight.set(key, p);
+    try {
+      return await p;
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+}
+
+/** `https://host/path/Tiny-Model.Q8_0.gguf` → `tiny-model.q8_0:latest`. */
+export function refForUrl(u: URL): ModelRef {
+  const file = decodeURIComponent(u.pathname.split('/').pop() ?? '');
+  const base = file.replace(/\.gguf$/i, '').toLowerCase().replace(/[^a-z0-9_.-]+/g, '-').replace(/^[^a-z0-9_]+/, '').replace(/\.\.+/g, '.').slice(0, 128);
+  if (!base) throw new InvalidRequestError(`cannot name a model after ${u.href}: the path has no file name`);
+  return parseModelRef(base);
+}
+
+/** Progress at most every 100 ms per layer, plus the final one. */
+function throttle(fn: (completed: number, total: number) => void): (completed: number, total: number) => void {
+  let last = 0;
+  return (completed, total) => {
+    const now = Date.now();
+    if (now - last < PROGRESS_EVERY_MS && completed !== total) return;
+    last = now;
+    fn(completed, total);
+  };
+}

@@ -1,0 +1,101 @@
+import { EngineError } from '../../../engine/src/core/errors';
+import { Manifest, MEDIA_MANIFEST } from '../manifest-store';
+import { isHuggingFace, ModelRef } from '../model-ref';
+
+/** A pull failure with the status it answers (a registry's 404 stays 404; its outages are 502). */
+export class PullError extends EngineError {
+  constructor(message: string, status = 500) {
+    super(message, status);
+  }
+}
+
+/**
+ * Ollama's registry protocol (Docker registry v2): manifests and blobs under
+ * /v2/<namespace>/<model>/, a Bearer token fetched when the registry answers
+ * 401 with a `WWW-Authenticate: Bearer realm=...,service=...,scope=...`
+ * challenge, and blob redirects to a CDN followed (fetch drops the
+ * Authorization header when the redirect leaves the registry's origin).
+ */
+export class RegistryClient {
+  private token?: string;
+
+  constructor(
+    readonly ref: ModelRef,
+    private readonly opts: { insecure?: boolean; env?: NodeJS.ProcessEnv } = {},
+  ) {}
+
+  /** https://<host>, or http:// for registries named in SVC_INSECURE_REGISTRIES or when SVC_REGISTRY_SCHEME=http (tests). */
+  get baseUrl(): string {
+    const env = this.opts.env ?? process.env;
+    const insecure = (env.SVC_INSECURE_REGISTRIES ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const scheme = env.SVC_REGISTRY_SCHEME === 'http' || insecure.includes(this.ref.host) ? 'http' : 'https';
+    const host = isHuggingFace(this.ref) ? 'hf.co' : this.ref.host;
+    return `${scheme}://${host}`;
+  }
+
+  private get repo(): string {
+    return `${this.ref.namespace}/${this.ref.model}`;
+  }
+
+  async manifest(signal?: AbortSignal): Promise<Manifest> {
+    const url = `${this.baseUrl}/v2/${this.repo}/manifests/${this.ref.tag}`;
+    const r = await this.fetch(url, { headers: { accept: MEDIA_MANIFEST }, signal });
+    if (r.status === 404) throw new PullError(`pull model manifest: file does not exist (${this.repo}:${this.ref.tag} on ${this.ref.host})`, 404);
+    if (!r.ok) throw new PullError(`pull model manifest: ${this.ref.host} answered ${r.status}: ${(await r.text()).slice(0, 200)}`, 502);
+    const m = (await r.json()) as Manifest;
+    if (!m || !Array.isArray(m.layers)) throw new PullError('pull model manifest: the registry sent no layers', 502);
+    return m;
+  }
+
+  blobUrl(digest: string): string {
+    return `${this.baseUrl}/v2/${this.repo}/blobs/${digest}`;
+  }
+
+  /** A request with the registry's token; on a Bearer challenge, fetch the token and retry once. */
+  async fetch(url: string, init: RequestInit = {}): Promise<Response> {
+    const withAuth = (): RequestInit => ({ ...init, redirect: 'follow', headers: { ...(init.headers as Record<string, string>), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) } });
+    let r = await fetch(url, withAuth());
+    if (r.status !== 401) return r;
+    const challenge = parseChallenge(r.headers.get('www-authenticate') ?? '');
+    await r.body?.cancel();
+    if (!challenge) throw new PullError(`${this.ref.host} refused the request (401) without a Bearer challenge`, 401);
+    this.token = await this.fetchToken(challenge, init.signal ?? undefined);
+    r = await fetch(url, withAuth());
+    if (r.status === 401) throw new PullError(`${this.ref.host} refused the token (401)`, 401);
+    return r;
+  }
+
+  private async fetchToken(c: Challenge, signal?: AbortSignal): Promise<string> {
+    const u = new URL(c.realm);
+    if (c.service) u.searchParams.set('service', c.service);
+    if (c.scope) u.searchParams.set('scope', c.scope);
+    const r = await fetch(u, { signal });
+    if (!r.ok) throw new PullError(`token request to ${u.host} answered ${r.status}`, 401);
+    const body = (await r.json()) as { token?: string; access_token?: string };
+    const t = body.token ?? body.access_token;
+    if (!t) throw new PullError(`token request to ${u.host} returned no token`, 401);
+    return t;
+  }
+}
+
+interface Challenge {
+  realm: string;
+  service?: string;
+  scope?: string;
+}
+
+/** `Bearer realm="https://x/token",service="x",scope="repository:a/b:pull"` → its parts. */
+export function parseChallenge(h: string): Challenge | undefined {
+  const m = /^\s*Bearer\s+(.*)$/i.exec(h);
+  if (!m) return undefined;
+  const params: Record<string, string> = {};
+  for (const p of m[1].matchAll(/([A-Za-z]+)=(?:"([^"]*)"|([^,]*))/g)) params[p[1].toLowerCase()] = p[2] ?? p[3];
+  if (!params.realm) return undefined;
+  try {
+    const u = new URL(params.realm);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') return undefined;
+  } catch {
+    return undefined;
+  }
+  return { realm: params.realm, service: params.service, scope: params.scope };
+}

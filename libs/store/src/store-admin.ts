@@ -1,0 +1,80 @@
+import { copyFileSync, existsSync, mkdirSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { EngineError, InvalidRequestError, ModelNotFoundError } from '../../engine/src/core/errors';
+import { sha256File } from '../../engine/src/models/file-hash';
+import { fsyncFile, renameDurable } from './atomic-file';
+import { CatalogEntry, ModelCatalog } from './catalog';
+import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from './manifest-store';
+import { displayName, parseModelRef } from './model-ref';
+import { sameModel } from './model-names';
+
+export class ReadOnlyStoreError extends EngineError {
+  constructor(name: string) {
+    super(`${name} belongs to the local-runner's store, which svc only reads`, 403);
+  }
+}
+
+/**
+ * Copy and delete, in svc's own store only. A copy from the local-runner's
+ * store (or from a plain .gguf file) copies the blobs in, so svc never writes
+ * to, or depends on, a store it does not own.
+ */
+export class StoreAdmin {
+  constructor(private readonly catalog: ModelCatalog) {}
+
+  private get store(): ManifestStore {
+    return this.catalog.store;
+  }
+
+  async copy(source: string, destination: string): Promise<string> {
+    const dst = parseModelRef(destination); // refuse a hostile name before anything else
+    const src = this.catalog.list().find((e) => sameModel(e.name, String(source ?? '')));
+    if (!src) throw new ModelNotFoundError(`model "${source}" not found`);
+    let manifest: Manifest;
+    if (src.manifest && !src.name.includes('+')) {
+      const from = src.source === 'ollama' ? this.catalog.ollama! : this.store;
+      for (const l of allLayers(src.manifest)) if (!this.store.hasBlob(l)) this.importBlob(from.blobPath(l.digest), l.digest);
+      manifest = src.manifest;
+    } else if (!src.manifest) {
+      const hex = await sha256File(src.path);
+      const layer: Layer = { mediaType: MEDIA_MODEL, digest: `sha256:${hex}`, size: src.sizeBytes };
+      if (!this.store.hasBlob(layer)) this.importBlob(src.path, layer.digest);
+      manifest = { schemaVersion: 2, mediaType: MEDIA_MANIFEST, layers: [layer] };
+    } else {
+      throw new InvalidRequestError(`${src.name} is an adapter entry; copy ${src.name.split('+')[1]} instead`);
+    }
+    this.store.writeManifest(dst, manifest);
+    return displayName(dst);
+  }
+
+  /** Removes a model from svc's store; returns the entry so its loaded copy can be freed. */
+  delete(name: string): CatalogEntry {
+    const want = String(name ?? '').trim();
+    if (!want) throw new InvalidRequestError('a model name is required');
+    const hit = this.catalog.list().find((e) => sameModel(e.name, want));
+    const own = this.store.find(want);
+    if (own) {
+      this.store.remove(own);
+      return hit ?? ({ name: own.name, path: '' } as CatalogEntry);
+    }
+    if (!hit) throw new ModelNotFoundError(`model '${want}' not found`);
+    if (hit.source === 'ollama') throw new ReadOnlyStoreError(hit.name);
+    if (hit.source === 'file') throw new InvalidRequestError(`${hit.name} is the -m file, not a store model; svc does not delete it`);
+    unlinkSync(hit.path); // a flat .gguf in svc's store folder
+    return hit;
+  }
+
+  /** Copies a file into blobs/ via partial/, so a crash leaves no half blob visible. */
+  private importBlob(from: string, digest: string): void {
+    if (!existsSync(from)) throw new ModelNotFoundError(`blob ${digest} is missing from the source store`);
+    mkdirSync(this.store.partialDir, { recursive: true });
+    const tmp = join(this.store.partialDir, `${digest.replace(':', '-')}.copy`);
+    copyFileSync(from, tmp);
+    fsyncFile(tmp);
+    renameDurable(tmp, this.store.blobPath(digest));
+  }
+}
+
+function allLayers(m: Manifest): Layer[] {
+  return [...(m.config ? [m.config] : []), ...m.layers];
+}

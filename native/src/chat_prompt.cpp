@@ -1,0 +1,133 @@
+#include "chat_prompt.h"
+
+#include "model.h"
+#include "svc.h"
+
+#include <stdexcept>
+
+static std::string jsonStringify(Napi::Env env, const Napi::Value & v) {
+  auto JSON = env.Global().Get("JSON").As<Napi::Object>();
+  auto s = JSON.Get("stringify").As<Napi::Function>().Call(JSON, {v});
+  if (!s.IsString()) throwType(env, "value is not JSON-serialisable");
+  return s.As<Napi::String>().Utf8Value();
+}
+
+Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared_ptr<ModelState> & model) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) throwType(env, "applyChatTemplate(input): input must be an object");
+  auto in = info[0].As<Napi::Object>();
+  if (!in.Get("messages").IsArray()) throwType(env, "applyChatTemplate: messages must be an array");
+
+  auto st = std::make_shared<ChatPromptState>();
+  try {
+    // Same steps as tools/server (oaicompat_chat_params_parse in server-common.cpp).
+    common_chat_templates_inputs inputs;
+    inputs.use_jinja = true;
+    inputs.messages = common_chat_msgs_parse_oaicompat(common_json::parse(jsonStringify(env, in.Get("messages"))));
+    if (hasOpt(in, "tools")) {
+      if (!in.Get("tools").IsArray()) throwType(env, "applyChatTemplate: tools must be an array");
+      inputs.tools = common_chat_tools_parse_oaicompat(common_json::parse(jsonStringify(env, in.Get("tools"))));
+    }
+    if (hasOpt(in, "toolChoice")) {
+      inputs.tool_choice = common_chat_tool_choice_parse_oaicompat(optString(in, "toolChoice", "auto"));
+    }
+    inputs.json_schema = optString(in, "jsonSchema", "");
+    inputs.grammar = optString(in, "grammar", "");
+    if (!inputs.tools.empty() && inputs.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE && !inputs.grammar.empty()) {
+      throw std::invalid_argument("Cannot use custom grammar constraints with tools.");
+    }
+
+    const auto * tmpls = model->templates(optString(in, "templateOverride", ""));
+    auto caps = common_chat_templates_get_caps(tmpls);
+    inputs.parallel_tool_calls = optBool(in, "parallelToolCalls", caps["supports_parallel_tool_calls"]);
+
+    const bool cont = optBool(in, "continueFinalMessage", false);
+    inputs.add_generation_prompt = optBool(in, "addGenerationPrompt", !cont);
+    if (cont) {
+      if (inputs.add_generation_prompt) {
+        throw std::invalid_argument("Cannot set both add_generation_prompt and continue_final_message to true.");
+      }
+      if (!inputs.messages.empty() && inputs.messages.back().role == "assistant" &&
+          !inputs.messages.back().tool_calls.empty()) {
+        throw std::invalid_argument("Cannot continue an assistant message that contains tool calls.");
+      }
+      inputs.continue_final_message = COMMON_CHAT_CONTINUATION_AUTO;
+    }
+    // llama-server defaults: reasoning extracted into reasoning_content.
+    inputs.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    inputs.enable_thinking = true;
+
+    st->params = common_chat_templates_apply(tmpls, inputs);
+
+    // Parser params as server-schema.cpp builds them from the chat params.
+    st->parser = common_chat_parser_params(st->params);
+    st->parser.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    st->parser.reasoning_in_content = false;
+    st->parser.parse_tool_calls = true;
+    st->parser.is_continuation = cont;
+    if (!st->params.parser.empty()) st->parser.parser.load(st->params.parser);
+  } catch (const Napi::Error &) {
+    throw;
+  } catch (const std::exception & e) {
+    throwError(env, e.what());
+  }
+
+  std::shared_ptr<const ChatPromptState> cst = st;
+  auto ext = Napi::External<std::shared_ptr<const ChatPromptState>>::New(env, &cst);
+  return addonData(env).chatPrompt.New({ext});
+}
+
+Napi::Function ChatPrompt::Define(Napi::Env env) {
+  return DefineClass(env, "NativeChatPrompt", {InstanceMethod<&ChatPrompt::Parse>("parse")});
+}
+
+ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatPrompt>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsExternal()) throwType(env, "NativeChatPrompt is created by applyChatTemplate()");
+  st_ = *info[0].As<Napi::External<std::shared_ptr<const ChatPromptState>>>().Data();
+  Value().TypeTag(&kTagChatPrompt);
+  const auto & p = st_->params;
+  auto stops = Napi::Array::New(env, p.additional_stops.size());
+  for (size_t i = 0; i < p.additional_stops.size(); i++) stops.Set((uint32_t) i, p.additional_stops[i]);
+  auto self = Value();
+  auto ro = [&](const char * k, Napi::Value v) {
+    self.DefineProperty(Napi::PropertyDescriptor::Value(k, v, napi_enumerable));
+  };
+  ro("prompt", Napi::String::New(env, p.prompt));
+  ro("format", Napi::String::New(env, common_chat_format_name(p.format)));
+  ro("grammar", Napi::String::New(env, p.grammar));
+  ro("grammarLazy", Napi::Boolean::New(env, p.grammar_lazy));
+  ro("additionalStops", stops);
+  ro("generationPrompt", Napi::String::New(env, p.generation_prompt));
+}
+
+Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throwType(env, "parse(text, partial): text must be a string");
+  std::string text = info[0].As<Napi::String>().Utf8Value();
+  bool partial = info.Length() > 1 && info[1].ToBoolean().Value();
+  common_chat_msg msg;
+  try {
+    msg = common_chat_parse(text, partial, st_->parser);
+  } catch (const std::exception & e) {
+    throwError(env, e.what());
+  }
+  auto out = Napi::Object::New(env);
+  out.Set("content", msg.content);
+  out.Set("reasoningContent", msg.reasoning_content);
+  auto calls = Napi::Array::New(env, msg.tool_calls.size());
+  for (size_t i = 0; i < msg.tool_calls.size(); i++) {
+    auto c = Napi::Object::New(env);
+    c.Set("id", msg.tool_calls[i].id);
+    c.Set("name", msg.tool_calls[i].name);
+    c.Set("arguments", msg.tool_calls[i].arguments);
+    calls.Set((uint32_t) i, c);
+  }
+  out.Set("toolCalls", calls);
+  return out;
+}
+
+std::shared_ptr<const ChatPromptState> unwrapChatPrompt(const Napi::Value & v) {
+  if (!hasTag(v, kTagChatPrompt)) throwType(v.Env(), "chat must be a NativeChatPrompt from applyChatTemplate()");
+  return ChatPrompt::Unwrap(v.As<Napi::Object>())->state();
+}

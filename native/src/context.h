@@ -1,0 +1,54 @@
+// NativeContext: llama_context with a unified KV cache shared by n_seq_max
+// sequences, a persistent batch, and step() = decode + sample on a worker.
+#pragma once
+
+#include <napi.h>
+
+#include "llama.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+struct ModelState;
+
+struct ContextState {
+  std::shared_ptr<ModelState> model;  // keeps the llama_model alive
+  llama_context * ctx = nullptr;
+  llama_batch batch{};                // sized n_batch, reused by every step
+  int32_t nBatch = 0, nCtx = 0, nSeqMax = 0, nVocab = 0;
+  // True while a worker (step / state read / state write) owns ctx; JS-thread
+  // operations refuse to run then instead of racing llama.cpp.
+  std::atomic<bool> busy{false};
+  std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
+  ~ContextState() {
+    if (batch.token) llama_batch_free(batch);
+    if (ctx) llama_free(ctx);
+  }
+};
+
+class Context : public Napi::ObjectWrap<Context> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  explicit Context(const Napi::CallbackInfo & info);
+
+ private:
+  std::shared_ptr<ContextState> state(Napi::Env env, bool idle = true) const;
+  Napi::Value CreateSampler(const Napi::CallbackInfo & info);
+  Napi::Value Step(const Napi::CallbackInfo & info);
+  Napi::Value Logits(const Napi::CallbackInfo & info);
+  Napi::Value SeqRemove(const Napi::CallbackInfo & info);
+  Napi::Value SeqCopy(const Napi::CallbackInfo & info);
+  Napi::Value SeqKeep(const Napi::CallbackInfo & info);
+  Napi::Value SeqPosMin(const Napi::CallbackInfo & info);
+  Napi::Value SeqPosMax(const Napi::CallbackInfo & info);
+  Napi::Value StateSeqGet(const Napi::CallbackInfo & info);
+  Napi::Value StateSeqSet(const Napi::CallbackInfo & info);
+  Napi::Value Clear(const Napi::CallbackInfo & info);
+  void Dispose(const Napi::CallbackInfo & info);
+
+  std::shared_ptr<ContextState> st_;
+};
+
+// model.createContext(opts)
+Napi::Value createContext(const Napi::CallbackInfo & info, const std::shared_ptr<ModelState> & model);

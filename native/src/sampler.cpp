@@ -1,0 +1,184 @@
+#include "sampler.h"
+
+#include "chat_prompt.h"
+#include "json-schema-to-grammar.h"
+#include "model.h"
+#include "svc.h"
+#include "svc_log.h"
+
+#include <algorithm>
+#include <cmath>
+
+// Grammar triggers / preserved tokens from chat params, converted exactly as
+// tools/server does (server-schema.cpp "preserved_tokens"/"grammar_triggers").
+static void applyChat(common_params_sampling & sp, const ChatPromptState & chat, const llama_vocab * vocab) {
+  const auto & cp = chat.params;
+  sp.generation_prompt = cp.generation_prompt;
+  if (cp.grammar.empty()) return;
+  sp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_TOOL_CALLS, cp.grammar);
+  sp.grammar_lazy = cp.grammar_lazy;
+  for (const auto & t : cp.preserved_tokens) {
+    auto ids = common_tokenize(vocab, t, false, true);
+    if (ids.size() == 1) sp.preserved_tokens.insert(ids[0]);
+  }
+  for (const auto & trig : cp.grammar_triggers) {
+    if (trig.type == COMMON_GRAMMAR_TRIGGER_TYPE_WORD) {
+      auto ids = common_tokenize(vocab, trig.value, false, true);
+      if (ids.size() == 1) {
+        if (!sp.preserved_tokens.count(ids[0])) {
+          throw std::runtime_error("Grammar trigger word should be marked as preserved token: " + trig.value);
+        }
+        common_grammar_trigger t;
+        t.type = COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN;
+        t.value = trig.value;
+        t.token = ids[0];
+        sp.grammar_triggers.push_back(std::move(t));
+      } else {
+        sp.grammar_triggers.push_back({COMMON_GRAMMAR_TRIGGER_TYPE_WORD, trig.value});
+      }
+    } else {
+      sp.grammar_triggers.push_back(trig);
+    }
+  }
+  if (sp.grammar_lazy && sp.grammar_triggers.empty()) throw std::runtime_error("no triggers set for lazy grammar");
+}
+
+Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & optsV, int32_t n_ctx) {
+  Napi::Object o = optsV.IsObject() ? optsV.As<Napi::Object>() : Napi::Object::New(env);
+  const llama_vocab * vocab = model->vocab;
+  const int32_t n_vocab = llama_vocab_n_tokens(vocab);
+
+  // Struct defaults are llama-server's: top_k 40, top_p 0.95, min_p 0.05,
+  // typical 1, penalties off (last_n 64), DRY off, random seed.
+  common_params_sampling sp;
+  sp.no_perf = true;
+  sp.temp = (float) optNumber(o, "temperature", sp.temp);  // <= 0: temp sampler keeps only the argmax
+  sp.top_k = (int32_t) optNumber(o, "topK", sp.top_k);
+  sp.top_p = (float) optNumber(o, "topP", sp.top_p);
+  sp.min_p = (float) optNumber(o, "minP", sp.min_p);
+  sp.typ_p = (float) optNumber(o, "typicalP", sp.typ_p);
+  if (hasOpt(o, "seed")) sp.seed = (uint32_t) (int64_t) optNumber(o, "seed", 0);
+  sp.penalty_repeat = (float) optNumber(o, "repeatPenalty", sp.penalty_repeat);
+  sp.penalty_last_n = (int32_t) optNumber(o, "repeatLastN", sp.penalty_last_n);
+  if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // -1 = whole context, as the server maps it
+  sp.penalty_freq = (float) optNumber(o, "frequencyPenalty", sp.penalty_freq);
+  sp.penalty_present = (float) optNumber(o, "presencePenalty", sp.penalty_present);
+  sp.dry_multiplier = (float) optNumber(o, "dryMultiplier", sp.dry_multiplier);
+  sp.dry_base = (float) optNumber(o, "dryBase", sp.dry_base);
+  sp.dry_allowed_length = (int32_t) optNumber(o, "dryAllowedLength", sp.dry_allowed_length);
+  sp.dry_penalty_last_n = (int32_t) optNumber(o, "dryPenaltyLastN", sp.dry_penalty_last_n);
+  sp.ignore_eos = optBool(o, "ignoreEos", false);
+
+  if (hasOpt(o, "logitBias")) {
+    Napi::Value lb = o.Get("logitBias");
+    if (!lb.IsArray()) throwType(env, "logitBias must be an array of [token, bias] pairs");
+    auto arr = lb.As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length(); i++) {
+      Napi::Value pair = arr.Get(i);
+      if (!pair.IsArray() || pair.As<Napi::Array>().Length() != 2) throwType(env, "logitBias entries must be [token, bias]");
+      auto p = pair.As<Napi::Array>();
+      if (!p.Get(0u).IsNumber() || !p.Get(1u).IsNumber()) throwType(env, "logitBias entries must be [token, bias]");
+      int32_t tok = p.Get(0u).As<Napi::Number>().Int32Value();
+      if (tok < 0 || tok >= n_vocab) throwRange(env, "logitBias token " + std::to_string(tok) + " out of range");
+      sp.logit_bias.push_back({tok, (float) p.Get(1u).As<Napi::Number>().DoubleValue()});
+    }
+  }
+  // ignore_eos: ban every end-of-generation token (common.cpp / server do the same).
+  if (sp.ignore_eos && llama_vocab_eos(vocab) != LLAMA_TOKEN_NULL) {
+    for (llama_token t = 0; t < n_vocab; t++) {
+      if (llama_vocab_is_eog(vocab, t)) sp.logit_bias.push_back({t, -INFINITY});
+    }
+  }
+
+  const bool hasGrammar = hasOpt(o, "grammar"), hasSchema = hasOpt(o, "jsonSchema");
+  if (hasGrammar && hasSchema) throwType(env, "grammar and jsonSchema are mutually exclusive");
+  try {
+    if (hasOpt(o, "chat")) applyChat(sp, *unwrapChatPrompt(o.Get("chat")), vocab);
+  } catch (const Napi::Error &) {
+    throw;
+  } catch (const std::exception & e) {
+    throwError(env, e.what());
+  }
+  // An explicit grammar / schema replaces the chat prompt's grammar.
+  if (hasGrammar) {
+    sp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_USER, optString(o, "grammar", ""));
+    sp.grammar_lazy = false;
+    sp.grammar_triggers.clear();
+  } else if (hasSchema) {
+    try {
+      sp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_OUTPUT_FORMAT,
+                                  json_schema_to_grammar(common_json::parse(optString(o, "jsonSchema", ""))));
+    } catch (const std::exception & e) {
+      throwError(env, std::string("invalid JSON schema: ") + e.what());
+    }
+    sp.grammar_lazy = false;
+    sp.grammar_triggers.clear();
+  }
+
+  common_sampler * smpl = nullptr;
+  {
+    LogCapture cap;  // the grammar parser explains failures via the log
+    std::string err;
+    try {
+      smpl = common_sampler_init(model->model, sp);
+    } catch (const std::exception & e) {
+      err = e.what();
+    }
+    if (!smpl) {
+      std::string detail = cap.text();
+      if (detail.empty()) detail = err.empty() ? "failed to initialise sampler" : err;
+      bool grammarish = !sp.grammar.grammar.empty();
+      throwError(env, (grammarish ? "invalid grammar: " : "invalid sampler options: ") + detail);
+    }
+  }
+  auto st = std::make_shared<SamplerState>();
+  st->model = model;
+  st->smpl = smpl;
+  auto ext = Napi::External<std::shared_ptr<SamplerState>>::New(env, &st);
+  return addonData(env).sampler.New({ext});
+}
+
+Napi::Function Sampler::Define(Napi::Env env) {
+  return DefineClass(env, "NativeSampler", {
+    InstanceMethod<&Sampler::AcceptPrompt>("acceptPrompt"),
+    InstanceMethod<&Sampler::Dispose>("dispose"),
+  });
+}
+
+Sampler::Sampler(const Napi::CallbackInfo & info) : Napi::ObjectWrap<Sampler>(info) {
+  if (info.Length() < 1 || !info[0].IsExternal()) throwType(info.Env(), "NativeSampler is created by context.createSampler()");
+  st_ = *info[0].As<Napi::External<std::shared_ptr<SamplerState>>>().Data();
+  Value().TypeTag(&kTagSampler);
+}
+
+std::shared_ptr<SamplerState> Sampler::state(Napi::Env env) const {
+  if (!st_) throwError(env, "sampler is disposed");
+  return st_;
+}
+
+Napi::Value Sampler::AcceptPrompt(const Napi::CallbackInfo & info) {
+  Napi::Env env = info.Env();
+  auto st = state(env);
+  if (st->inStep) throwError(env, "sampler is in use by a step() in flight");
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    throwType(env, "acceptPrompt(tokens): tokens must be an Int32Array");
+  }
+  auto a = info[0].As<Napi::Int32Array>();
+  const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(st->model->model));
+  for (size_t i = 0; i < a.ElementLength(); i++) {
+    if (a[i] < 0 || a[i] >= n_vocab) throwRange(env, "token id " + std::to_string(a[i]) + " out of range");
+  }
+  // is_generated=false: penalty history only, the grammar is not advanced.
+  for (size_t i = 0; i < a.ElementLength(); i++) common_sampler_accept(st->smpl, a[i], false);
+  return env.Undefined();
+}
+
+void Sampler::Dispose(const Napi::CallbackInfo &) {
+  st_.reset();  // an in-flight step keeps its own reference; freed after it
+}
+
+std::shared_ptr<SamplerState> unwrapSampler(const Napi::Value & v) {
+  if (!hasTag(v, kTagSampler)) throwType(v.Env(), "sampler must be a NativeSampler");
+  return Sampler::Unwrap(v.As<Napi::Object>())->state(v.Env());
+}

@@ -1,0 +1,266 @@
+// Context::step and the state workers: everything here that touches the
+// llama_context runs on the libuv pool while ContextState::busy is held.
+#include "context.h"
+#include "sampler.h"
+#include "svc.h"
+#include "workers.h"
+
+#include "ggml.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+namespace {
+
+struct SampleReq {
+  int32_t index;
+  std::shared_ptr<SamplerState> smpl;
+  int32_t top;
+};
+
+struct Logprob {
+  float logprob;
+  std::vector<std::pair<llama_token, float>> top;
+};
+
+// Releases the busy flags on the JS thread once the worker is done.
+class BusyWorker : public PromiseWorker {
+ public:
+  BusyWorker(Napi::Env env, const char * name, std::shared_ptr<ContextState> cs)
+      : PromiseWorker(env, name), cs_(std::move(cs)) {
+    cs_->busy = true;
+  }
+
+ protected:
+  void Finally() override { cs_->busy = false; }
+  std::shared_ptr<ContextState> cs_;
+};
+
+class StepWorker : public BusyWorker {
+ public:
+  StepWorker(Napi::Env env, std::shared_ptr<ContextState> cs, std::vector<int32_t> tok, std::vector<int32_t> pos,
+             std::vector<int32_t> seq, std::vector<uint8_t> lg, std::vector<SampleReq> reqs)
+      : BusyWorker(env, "svc_engine.step", std::move(cs)), tok_(std::move(tok)), pos_(std::move(pos)),
+        seq_(std::move(seq)), lg_(std::move(lg)), reqs_(std::move(reqs)) {
+    for (auto & r : reqs_) r.smpl->inStep = true;
+  }
+
+  void Execute() override {
+    llama_batch & b = cs_->batch;
+    b.n_tokens = (int32_t) tok_.size();
+    for (size_t i = 0; i < tok_.size(); i++) {
+      b.token[i] = tok_[i];
+      b.pos[i] = pos_[i];
+      b.n_seq_id[i] = 1;
+      b.seq_id[i][0] = seq_[i];
+      b.logits[i] = lg_[i] ? 1 : 0;
+    }
+    const int64_t t0 = ggml_time_us();
+    status_ = llama_decode(cs_->ctx, b);
+    const int64_t t1 = ggml_time_us();
+    decodeUs_ = t1 - t0;
+    if (status_ != 0) return;
+    for (auto & r : reqs_) {
+      if (r.top > 0) {
+        logprobs_.push_back(topLogprobs(r.index, r.top));
+      } else {
+        logprobs_.push_back(std::nullopt);
+      }
+      llama_token t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+      common_sampler_accept(r.smpl->smpl, t, true);
+      if (logprobs_.back()) logprobs_.back()->logprob = sampledLogprob(r.index, t);
+      out_.push_back(t);
+    }
+    sampleUs_ = ggml_time_us() - t1;
+  }
+
+  Napi::Value Result(Napi::Env env) override {
+    auto res = Napi::Object::New(env);
+    res.Set("status", status_);
+    auto toks = Napi::Int32Array::New(env, out_.size());
+    for (size_t i = 0; i < out_.size(); i++) toks[i] = out_[i];
+    res.Set("tokens", toks);
+    auto lps = Napi::Array::New(env, logprobs_.size());
+    for (size_t i = 0; i < logprobs_.size(); i++) {
+      if (!logprobs_[i]) {
+        lps.Set((uint32_t) i, env.Null());
+        continue;
+      }
+      auto o = Napi::Object::New(env);
+      o.Set("logprob", logprobs_[i]->logprob);
+      auto top = Napi::Array::New(env, logprobs_[i]->top.size());
+      for (size_t j = 0; j < logprobs_[i]->top.size(); j++) {
+        auto pair = Napi::Array::New(env, 2);
+        pair.Set(0u, logprobs_[i]->top[j].first);
+        pair.Set(1u, logprobs_[i]->top[j].second);
+        top.Set((uint32_t) j, pair);
+      }
+      o.Set("top", top);
+      lps.Set((uint32_t) i, o);
+    }
+    res.Set("logprobs", lps);
+    res.Set("decodeUs", (double) decodeUs_);
+    res.Set("sampleUs", (double) sampleUs_);
+    return res;
+  }
+
+ protected:
+  void Finally() override {
+    for (auto & r : reqs_) r.smpl->inStep = false;
+    // Remember which entries have logits, for Context::logits().
+    cs_->lastLogits = status_ == 0 ? lg_ : std::vector<uint8_t>();
+    BusyWorker::Finally();
+  }
+
+ private:
+  // log-softmax of the raw logits (before any sampler touches them).
+  float logSumExp(const float * lg) {
+    const int n = cs_->nVocab;
+    float mx = *std::max_element(lg, lg + n);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += std::exp((double) lg[i] - mx);
+    return mx + (float) std::log(sum);
+  }
+  Logprob topLogprobs(int32_t idx, int32_t k) {
+    const float * lg = llama_get_logits_ith(cs_->ctx, idx);
+    const int n = cs_->nVocab;
+    k = std::min(k, n);
+    float lse = logSumExp(lg);
+    std::vector<int32_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                      [lg](int32_t a, int32_t b) { return lg[a] > lg[b] || (lg[a] == lg[b] && a < b); });
+    Logprob r{0.0f, {}};
+    for (int i = 0; i < k; i++) r.top.emplace_back(ids[i], lg[ids[i]] - lse);
+    lse_ = lse;
+    return r;
+  }
+  float sampledLogprob(int32_t idx, llama_token t) { return llama_get_logits_ith(cs_->ctx, idx)[t] - lse_; }
+
+  std::vector<int32_t> tok_, pos_, seq_;
+  std::vector<uint8_t> lg_;
+  std::vector<SampleReq> reqs_;
+  int status_ = -1;
+  float lse_ = 0;
+  std::vector<llama_token> out_;
+  std::vector<std::optional<Logprob>> logprobs_;
+  int64_t decodeUs_ = 0, sampleUs_ = 0;
+};
+
+template <typename T, napi_typedarray_type TT>
+std::vector<T> copyTyped(Napi::Env env, const Napi::Object & batch, const char * k) {
+  Napi::Value v = batch.Get(k);
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != TT) {
+    throwType(env, std::string("batch.") + k + " has the wrong type");
+  }
+  auto a = v.As<Napi::TypedArrayOf<T>>();
+  return std::vector<T>(a.Data(), a.Data() + a.ElementLength());
+}
+
+}  // namespace
+
+Napi::Value Context::Step(const Napi::CallbackInfo & info) {
+  Napi::Env env = info.Env();
+  auto st = state(env);
+  if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsArray()) throwType(env, "step(batch, samples)");
+  auto b = info[0].As<Napi::Object>();
+  // Copy on the JS thread: the caller may reuse its arrays right away.
+  auto tok = copyTyped<int32_t, napi_int32_array>(env, b, "tokens");
+  auto pos = copyTyped<int32_t, napi_int32_array>(env, b, "pos");
+  auto seq = copyTyped<int32_t, napi_int32_array>(env, b, "seq");
+  auto lg = copyTyped<uint8_t, napi_uint8_array>(env, b, "logits");
+  const size_t n = tok.size();
+  if (n == 0) throwRange(env, "step: empty batch");
+  if (pos.size() != n || seq.size() != n || lg.size() != n) throwRange(env, "step: batch arrays differ in length");
+  if ((int32_t) n > st->nBatch) {
+    throwRange(env, "step: batch of " + std::to_string(n) + " tokens exceeds nBatch " + std::to_string(st->nBatch));
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (tok[i] < 0 || tok[i] >= st->nVocab) throwRange(env, "step: token id " + std::to_string(tok[i]) + " out of range");
+    if (seq[i] < 0 || seq[i] >= st->nSeqMax) throwRange(env, "step: seq " + std::to_string(seq[i]) + " out of range");
+  }
+  auto arr = info[1].As<Napi::Array>();
+  std::vector<SampleReq> reqs;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value rv = arr.Get(i);
+    if (!rv.IsObject()) throwType(env, "step: sample requests must be objects");
+    auto r = rv.As<Napi::Object>();
+    int32_t idx = (int32_t) optNumber(r, "index", -1);
+    if (idx < 0 || (size_t) idx >= n || !lg[idx]) {
+      throwRange(env, "step: sample index " + std::to_string(idx) + " is not a batch entry with logits = 1");
+    }
+    auto smpl = unwrapSampler(r.Get("sampler"));
+    if (smpl->model != st->model) throwError(env, "step: sampler belongs to another model");
+    if (smpl->inStep) throwError(env, "step: sampler is in use by another step() in flight");
+    reqs.push_back({idx, std::move(smpl), std::max(0, (int32_t) optNumber(r, "topLogprobs", 0))});
+  }
+  auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs));
+  auto promise = w->Promise();
+  w->Queue();
+  return promise;
+}
+
+// ---- per-sequence state ---------------------------------------------------
+
+namespace {
+class StateGetWorker : public BusyWorker {
+ public:
+  StateGetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq)
+      : BusyWorker(env, "svc_engine.stateSeqGet", std::move(cs)), seq_(seq) {}
+  void Execute() override {
+    data_.resize(llama_state_seq_get_size(cs_->ctx, seq_));
+    size_t n = llama_state_seq_get_data(cs_->ctx, data_.data(), data_.size(), seq_);
+    data_.resize(n);
+  }
+  Napi::Value Result(Napi::Env env) override {
+    return Napi::Buffer<uint8_t>::Copy(env, data_.data(), data_.size());
+  }
+
+ private:
+  llama_seq_id seq_;
+  std::vector<uint8_t> data_;
+};
+
+class StateSetWorker : public BusyWorker {
+ public:
+  StateSetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq, std::vector<uint8_t> data)
+      : BusyWorker(env, "svc_engine.stateSeqSet", std::move(cs)), seq_(seq), data_(std::move(data)) {}
+  void Execute() override { read_ = llama_state_seq_set_data(cs_->ctx, data_.data(), data_.size(), seq_); }
+  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, (double) read_); }
+
+ private:
+  llama_seq_id seq_;
+  std::vector<uint8_t> data_;
+  size_t read_ = 0;
+};
+
+llama_seq_id seqArg(const Napi::CallbackInfo & info, const ContextState & st) {
+  if (info.Length() < 1 || !info[0].IsNumber()) throwType(info.Env(), "seq must be a number");
+  int32_t s = info[0].As<Napi::Number>().Int32Value();
+  if (s < 0 || s >= st.nSeqMax) throwRange(info.Env(), "seq " + std::to_string(s) + " out of range");
+  return s;
+}
+}  // namespace
+
+Napi::Value Context::StateSeqGet(const Napi::CallbackInfo & info) {
+  auto st = state(info.Env());
+  auto * w = new StateGetWorker(info.Env(), st, seqArg(info, *st));
+  auto promise = w->Promise();
+  w->Queue();
+  return promise;
+}
+
+Napi::Value Context::StateSeqSet(const Napi::CallbackInfo & info) {
+  Napi::Env env = info.Env();
+  auto st = state(env);
+  llama_seq_id seq = seqArg(info, *st);
+  if (info.Length() < 2 || !info[1].IsBuffer()) throwType(env, "stateSeqSet(seq, data): data must be a Buffer");
+  auto buf = info[1].As<Napi::Buffer<uint8_t>>();
+  std::vector<uint8_t> data(buf.Data(), buf.Data() + buf.Length());
+  auto * w = new StateSetWorker(env, st, seq, std::move(data));
+  auto promise = w->Promise();
+  w->Queue();
+  return promise;
+}

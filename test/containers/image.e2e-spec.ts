@@ -1,0 +1,215 @@
+// The CPU image, built from docker/Dockerfile.cpu and run through testcontainers: health,
+// chat completions through the official OpenAI client, the store volume across a restart
+// and across a new container, the non-root user and the HEALTHCHECK.
+//
+// Needs a Docker-compatible engine. Here that is podman's API socket:
+//   eval "$(bash scripts/podman-setup.sh up)"     (installs, configures, starts; see the script)
+// Without an engine these tests FAIL; SVC_SKIP_CONTAINERS=1 skips them on purpose.
+// The first build compiles llama.cpp inside the image (about 10 min on 2 cores); later builds
+// reuse the engine's layer cache. DEBUG=testcontainers:build prints the build log.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import OpenAI from 'openai';
+import { GenericContainer, getContainerRuntimeClient, ImageName, ImagePullPolicy, StartedTestContainer, Wait } from 'testcontainers';
+
+const ROOT = resolve(__dirname, '..', '..');
+const MODELS_DIR = process.env.SVC_MODELS_DIR ?? resolve(ROOT, '..', 'shared', 'models');
+const MODEL_FILE = 'stories260K.gguf';
+const PORT = 11435;
+const IMAGE = process.env.SVC_TEST_IMAGE ?? 'localhost/svc-test:cpu';
+const SKIP = process.env.SVC_SKIP_CONTAINERS === '1';
+const PODMAN_SOCK = '/run/podman/podman.sock';
+
+// Nothing can be pulled in this environment, and the images this Dockerfile starts FROM
+// are made locally (scripts/podman-setup.sh): never pull.
+const neverPull: ImagePullPolicy = { shouldPull: () => false };
+
+/** Use podman's socket when no engine is configured, the way scripts/podman-setup.sh sets it up. */
+function defaultToPodman(): void {
+  if (!process.env.DOCKER_HOST && existsSync(PODMAN_SOCK)) {
+    process.env.DOCKER_HOST = `unix://${PODMAN_SOCK}`;
+    process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+    process.env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.0.0.1';
+  }
+}
+
+async function engine() {
+  try {
+    return await getContainerRuntimeClient();
+  } catch (err) {
+    throw new Error(
+      `container tests need a Docker-compatible engine and found none (${(err as Error).message}). ` +
+        'Start podman\'s API with: eval "$(bash scripts/podman-setup.sh up)" ' +
+        '(or point DOCKER_HOST at an engine); set SVC_SKIP_CONTAINERS=1 to skip these tests on purpose.',
+    );
+  }
+}
+
+interface Health {
+  status: string;
+  model: string;
+  backend: string;
+  instance: string;
+}
+
+async function health(c: StartedTestContainer): Promise<{ code: number; body: Health }> {
+  const r = await fetch(`${baseUrl(c)}/healthz`);
+  return { code: r.status, body: (await r.json()) as Health };
+}
+
+function baseUrl(c: StartedTestContainer): string {
+  return `http://${c.getHost()}:${c.getMappedPort(PORT)}`;
+}
+
+function openai(c: StartedTestContainer): OpenAI {
+  return new OpenAI({ baseURL: `${baseUrl(c)}/v1`, apiKey: 'no-key-needed', maxRetries: 0, timeout: 60_000 });
+}
+
+async function modelIds(c: StartedTestContainer): Promise<string[]> {
+  const list = await openai(c).models.list();
+  return list.data.map((m) => m.id);
+}
+
+async function execOk(c: StartedTestContainer, cmd: string[]): Promise<string> {
+  const r = await c.exec(cmd);
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')} exited ${r.exitCode}: ${r.output}`);
+  return r.output.trim();
+}
+
+const suite = SKIP ? describe.skip : describe;
+if (SKIP) console.warn('SVC_SKIP_CONTAINERS=1: the container image tests are skipped');
+
+suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
+  const volume = `svc-test-store-${process.pid}-${Date.now().toString(36)}`;
+  let image: GenericContainer;
+  let started: StartedTestContainer | undefined;
+  let dockerode: { createVolume(o: object): Promise<unknown>; getVolume(n: string): { remove(o?: object): Promise<unknown> } } | undefined;
+
+  const container = (cmd: string[]): GenericContainer =>
+    image
+      .withCommand(cmd)
+      .withEnvironment({ SVC_THREADS: '2', SVC_LOG_LEVEL: 'log' })
+      .withBindMounts([
+        { source: volume, target: '/data', mode: 'rw' },
+        { source: MODELS_DIR, target: '/models', mode: 'ro' },
+      ])
+      .withExposedPorts(PORT)
+      .withWaitStrategy(Wait.forHttp('/healthz', PORT).forStatusCode(200).withStartupTimeout(180_000));
+
+  beforeAll(async () => {
+    if (!existsSync(join(MODELS_DIR, MODEL_FILE))) throw new Error(`${join(MODELS_DIR, MODEL_FILE)} is missing (set SVC_MODELS_DIR)`);
+    defaultToPodman();
+    const client = await engine();
+    dockerode = (client.container as unknown as { dockerode: typeof dockerode }).dockerode;
+    const t0 = Date.now();
+    try {
+      image = await GenericContainer.fromDockerfile(ROOT, 'docker/Dockerfile.cpu')
+        .withPullPolicy(neverPull)
+        .withCache(true)
+        .build(IMAGE, { deleteOnExit: false });
+    } catch (err) {
+      throw new Error(
+        `building docker/Dockerfile.cpu failed: ${(err as Error).message}. ` +
+          'See the log with DEBUG=testcontainers:build, or run: podman build -f docker/Dockerfile.cpu .',
+      );
+    }
+    console.log(`image ${IMAGE} built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    // A named volume (created empty: the engine copies the image's /data into it, owner included).
+    await dockerode!.createVolume({ Name: volume });
+  }, 60 * 60_000);
+
+  afterAll(async () => {
+    await started?.stop({ timeout: 10, removeVolumes: false }).catch(() => undefined);
+    await dockerode?.getVolume(volume).remove({ force: true }).catch(() => undefined);
+  }, 120_000);
+
+  it('serves /healthz and chat completions through the official openai client', async () => {
+    started = await container(['-m', `/models/${MODEL_FILE}`, '-concurrency', '2']).start();
+    const h = await health(started);
+    expect(h.code).toBe(200);
+    expect(h.body).toMatchObject({ status: 'ok', model: 'stories260K', backend: 'cpu' });
+
+    const client = openai(started);
+    const r = await client.chat.completions.create({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      max_tokens: 16,
+      temperature: 0,
+    });
+    expect(r.object).toBe('chat.completion');
+    expect(typeof r.choices[0].message.content).toBe('string');
+    expect(r.choices[0].message.content!.length).toBeGreaterThan(0);
+    expect(r.usage!.completion_tokens).toBeGreaterThan(0);
+
+    const stream = await client.chat.completions.create({
+      model: '',
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      max_tokens: 16,
+      temperature: 0,
+      stream: true,
+    });
+    let text = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    // Greedy: the stream says what the non-streaming answer said.
+    expect(text).toBe(r.choices[0].message.content);
+    expect(['stop', 'length']).toContain(finish);
+  }, 300_000);
+
+  it('runs as the non-root user 10001, server and init alike', async () => {
+    const c = started!;
+    expect(await execOk(c, ['id', '-u'])).toBe('10001');
+    // Every process in the container, PID 1 (tini) and the node server included.
+    const uids = (await execOk(c, ['sh', '-c', 'grep -h "^Uid:" /proc/[0-9]*/status'])).split('\n');
+    expect(uids.length).toBeGreaterThanOrEqual(2);
+    for (const line of uids) expect(line.split(/\s+/).slice(1)).toEqual(['10001', '10001', '10001', '10001']);
+    const client = await getContainerRuntimeClient();
+    const info = await client.image.inspect(ImageName.fromString(IMAGE));
+    expect(info.Config.User).toBe('10001:10001');
+    expect(Object.keys(info.Config.ExposedPorts ?? {})).toContain(`${PORT}/tcp`);
+    expect(Object.keys(info.Config.Volumes ?? {})).toContain('/data');
+  });
+
+  it('has a HEALTHCHECK that passes against the running server', async () => {
+    const client = await getContainerRuntimeClient();
+    const info = await client.container.inspect(client.container.getById(started!.getId()));
+    const hc = (info.Config as { Healthcheck?: { Test?: string[]; StartPeriod?: number } }).Healthcheck;
+    expect(hc?.Test?.length).toBeGreaterThan(1);
+    const [kind, ...rest] = hc!.Test!;
+    expect(['CMD', 'CMD-SHELL']).toContain(kind);
+    const cmd = kind === 'CMD' ? rest : ['sh', '-c', rest.join(' ')];
+    expect(cmd.join(' ')).toContain('/app/docker/healthcheck.cjs');
+    expect(await started!.exec(cmd)).toMatchObject({ exitCode: 0 });
+  });
+
+  it('keeps the store volume across a restart', async () => {
+    const c = started!;
+    // Put a model in the store, as a pull would: a GGUF file in $SVC_STORE.
+    await execOk(c, ['sh', '-c', 'test -w "$SVC_STORE" && cp /models/stories260K.gguf "$SVC_STORE/tiny-story.gguf.part" && mv "$SVC_STORE/tiny-story.gguf.part" "$SVC_STORE/tiny-story.gguf"']);
+    expect(await modelIds(c)).toEqual(expect.arrayContaining(['stories260K', 'tiny-story']));
+    const before = (await health(c)).body.instance;
+
+    await c.restart({ timeout: 10 });
+    const h = await health(c);
+    expect(h.code).toBe(200);
+    expect(h.body.instance).not.toBe(before); // a new server process
+    expect(await modelIds(c)).toContain('tiny-story');
+    const r = await openai(c).chat.completions.create({ model: 'tiny-story', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
+    expect(r.model).toMatch(/^tiny-story/);
+  }, 300_000);
+
+  it('serves the store of a previous container from the volume, with no -m', async () => {
+    await started!.stop({ timeout: 10, removeVolumes: false });
+    started = undefined;
+    started = await container([]).start();
+    const h = await health(started);
+    expect(h.code).toBe(200);
+    expect(h.body.model).toBe('tiny-story');
+    expect(await modelIds(started)).toEqual(['tiny-story']);
+    const r = await openai(started).chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
+    expect(r.choices[0].message.content).toEqual(expect.any(String));
+  }, 300_000);
+});

@@ -1,0 +1,209 @@
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const STORY =
+  'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. ' +
+  'One day, she saw a big red ball under a tree. She ran to get it and kicked it very high. ';
+const LONG = STORY.repeat(6); // several 256-token pages
+
+async function getJson(url: string): Promise<{ status: number; json: any }> {
+  const r = await fetch(url);
+  return { status: r.status, json: await r.json().catch(() => undefined) };
+}
+
+describe('KV-cache contexts', () => {
+  let srv: RunningServer;
+  let copyName: string;
+  let copyPath: string;
+
+  beforeAll(async () => {
+    // A second model with the same layout but other content (one metadata byte differs).
+    const dir = mkdtempSync(join(tmpdir(), 'svc-ctx-models-'));
+    const copy = join(dir, 'stories-copy.gguf');
+    copyFileSync(fixtureModel(STORIES), copy);
+    const buf = readFileSync(copy);
+    const at = buf.indexOf(Buffer.from('general.name'));
+    if (at > 0) buf[at + 'general.name'.length + 14] ^= 1;
+    writeFileSync(copy, buf);
+    copyName = 'stories-copy';
+    copyPath = copy;
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-concurrency', '4']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const complete = async (body: Record<string, unknown>) => {
+    const r = await postJson(`${srv.url}/v1/completions`, { temperature: 0, max_tokens: 24, ...body });
+    expect(r.status).toBe(200);
+    return r.json;
+  };
+
+  it('create → fork ×3 → truncate one → generate on each: branches diverge and the parent is untouched', async () => {
+    const created = await postJson(`${srv.url}/v1/contexts`, { model: '', prompt: LONG });
+    expect(created.status).toBe(201);
+    const parent = created.json;
+    expect(parent).toMatchObject({ id: expect.stringMatching(/^ctx_\d+$/), parent: '', shared_pages: 0 });
+    expect(parent.tokens).toBeGreaterThan(256);
+    expect(parent.pages).toBe(Math.ceil(parent.tokens / 256));
+    expect(typeof parent.created).toBe('number');
+
+    const forked = await postJson(`${srv.url}/v1/contexts/${parent.id}/fork?n=3`, {});
+    expect(forked.status).toBe(201);
+    expect(typeof forked.json.fork_ms).toBe('number');
+    const kids = forked.json.data;
+    expect(kids).toHaveLength(3);
+    for (const k of kids) expect(k).toMatchObject({ parent: parent.id, tokens: parent.tokens, pages: parent.pages, shared_pages: parent.pages });
+
+    const prefix = await postJson(`${srv.url}/v1/contexts`, { prompt: STORY });
+    const cut = await postJson(`${srv.url}/v1/contexts/${kids[2].id}/truncate`, { tokens: prefix.json.tokens });
+    expect(cut.status).toBe(200);
+    expect(cut.json.tokens).toBe(prefix.json.tokens);
+
+    const a = await complete({ prompt: LONG + 'The cat', svc_session: kids[0].id });
+    const b = await complete({ prompt: LONG + 'Then the dog', svc_session: kids[1].id });
+    const c = await complete({ prompt: STORY + 'Tom said', svc_session: kids[2].id });
+    expect(a.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(parent.tokens - 8);
+    expect(c.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(prefix.json.tokens - 8);
+    expect(new Set([a.choices[0].text, b.choices[0].text, c.choices[0].text]).size).toBe(3);
+
+    const list = (await getJson(`${srv.url}/v1/contexts`)).json.data;
+    const p = list.find((x: any) => x.id === parent.id);
+    expect(p.tokens).toBe(parent.tokens);
+    const ka = list.find((x: any) => x.id === kids[0].id);
+    expect(ka.tokens).toBeGreaterThan(parent.tokens);
+    expect(ka.shared_pages).toBe(Math.floor(parent.tokens / 256));
+  });
+
+  it('greedy text after a restore equals greedy text from the original (f32 exactly, q8/vq8 close)', async () => {
+    const orig = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    const snap = await fetch(`${srv.url}/v1/contexts/${orig.id}/snapshot`);
+    expect(snap.status).toBe(200);
+    const file = Buffer.from(await snap.arrayBuffer());
+    expect(file.subarray(0, 6).toString()).toBe('SVCCTX');
+    const restored = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: file });
+    expect(restored.status).toBe(201);
+    const r = await restored.json();
+    expect(r.tokens).toBe(orig.tokens);
+    expect(r.id).not.toBe(orig.id);
+    const fromRestored = await complete({ prompt: STORY + 'The', svc_session: r.id, max_tokens: 30, logprobs: 3 });
+    const fromOrig = await complete({ prompt: STORY + 'The', svc_session: orig.id, max_tokens: 30, logprobs: 3 });
+    expect(fromRestored.choices[0].text).toBe(fromOrig.choices[0].text);
+    expect(fromRestored.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+
+    for (const precision of ['q8', 'vq8']) {
+      const base = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+      const s = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${base.id}/snapshot?precision=${precision}`)).arrayBuffer());
+      expect(s.length).toBeLessThan(file.length);
+      const q = await (await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: s })).json();
+      const out = await complete({ prompt: STORY + 'The', svc_session: q.id, max_tokens: 1, logprobs: 3 });
+      // Documented tolerance: the first token's log-probability within 0.1 of the exact one.
+      expect(Math.abs(out.choices[0].logprobs.token_logprobs[0] - fromOrig.choices[0].logprobs.token_logprobs[0])).toBeLessThan(0.1);
+    }
+  });
+
+  it('refuses a snapshot of other weights with 409', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-store-two-'));
+    copyFileSync(copyPath, join(dir, `${copyName}.gguf`));
+    const two = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-store', dir]);
+    try {
+      const orig = (await postJson(`${two.url}/v1/contexts`, { prompt: STORY })).json;
+      const file = Buffer.from(await (await fetch(`${two.url}/v1/contexts/${orig.id}/snapshot`)).arrayBuffer());
+      const r = await fetch(`${two.url}/v1/contexts/restore?model=${copyName}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: file });
+      expect(r.status).toBe(409);
+      const body = await r.json();
+      expect(body.error.message).toMatch(/^kv: snapshot was taken with different weights: snapshot holds sha256:270cba1b\w+, this cache holds sha256:\w+/);
+    } finally {
+      await two.stop();
+    }
+  });
+
+  it('two concurrent writers: one gets 409', async () => {
+    const ctx = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    const running = fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: STORY, svc_session: ctx.id, max_tokens: 1500, ignore_eos: true, temperature: 0 }),
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    const second = await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: 1 });
+    expect(second.status).toBe(409);
+    expect(second.json.error.message).toBe('this context is in use by another request; retry when that one finishes');
+    const gen2 = await postJson(`${srv.url}/v1/completions`, { prompt: STORY, svc_session: ctx.id, max_tokens: 2 });
+    expect(gen2.status).toBe(409);
+    expect((await running).status).toBe(200);
+  });
+
+  it('forks 64 ways and refuses 65', async () => {
+    const ctx = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    const ok = await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=64`, {});
+    expect(ok.status).toBe(201);
+    expect(ok.json.data).toHaveLength(64);
+    const bad = await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=65`, {});
+    expect(bad.status).toBe(400);
+    const nan = await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=abc`, {});
+    expect(nan.json.error.message).toBe('n must be a number, got abc');
+    for (const k of ok.json.data) expect((await fetch(`${srv.url}/v1/contexts/${k.id}`, { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('svc_session over three turns equals the same conversation sent whole', async () => {
+    const turns = ['Once upon a time', ' Lily said', ' Then'];
+    let convo = '';
+    let last: any;
+    for (const t of turns) {
+      convo += t;
+      last = await complete({ prompt: convo, svc_session: 'story-session', max_tokens: 16 });
+      convo += last.choices[0].text;
+    }
+    expect(last.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(10);
+    const whole = await complete({ prompt: convo.slice(0, convo.length - last.choices[0].text.length), max_tokens: 16, svc_retain_prefix: false });
+    expect(whole.choices[0].text).toBe(last.choices[0].text);
+  });
+
+  it('answers the spec errors', async () => {
+    const ctx = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once upon a time' })).json;
+    const both = await postJson(`${srv.url}/v1/contexts`, { prompt: 'x', messages: [] });
+    expect(both.json.error).toEqual({ message: 'send prompt or messages, not both', type: 'Bad Request' });
+    expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, {})).json.error.message).toBe('send tokens or messages');
+    expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: -1 })).json.error.message).toBe('cannot truncate to -1 positions');
+    expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: 9999 })).json.error.message).toBe(`context holds ${ctx.tokens} positions; cannot truncate to 9999`);
+    const prec = await getJson(`${srv.url}/v1/contexts/${ctx.id}/snapshot?precision=q4`);
+    expect(prec.json.error.message).toBe('precision must be f32, vq8 or q8');
+    const missing = await getJson(`${srv.url}/v1/contexts/ctx_99999`);
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.message).toBe('no such context on this model: ctx_99999');
+    const unknownModel = await getJson(`${srv.url}/v1/contexts?model=nope`);
+    expect(unknownModel.status).toBe(404);
+    expect((await fetch(`${srv.url}/v1/contexts/${ctx.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}`)).status).toBe(404);
+  });
+});
+
+describe('sealed context files (-context-key)', () => {
+  it('round-trips a sealed snapshot and refuses a tampered one', async () => {
+    const srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-context-key', 'k3y-for-tests']);
+    try {
+      const ctx = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+      const file = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${ctx.id}/snapshot`)).arrayBuffer());
+      expect(file.includes(Buffer.from('stories260K'))).toBe(false); // the header is sealed too
+      const post = (b: Buffer) => fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: b });
+      expect((await post(file)).status).toBe(201);
+      const bad = Buffer.from(file);
+      bad[bad.length - 40] ^= 0xff;
+      const r = await post(bad);
+      expect(r.status).toBe(400);
+      expect((await r.json()).error.message).toMatch(/failed authentication/);
+      const exported = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${ctx.id}/export`)).arrayBuffer());
+      const imp = await fetch(`${srv.url}/v1/contexts/import`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: exported });
+      expect(imp.status).toBe(201);
+      expect((await imp.json()).from).toBe(ctx.id);
+    } finally {
+      await srv.stop();
+    }
+  });
+});

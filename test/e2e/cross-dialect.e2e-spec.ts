@@ -1,0 +1,72 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { Ollama } from 'ollama';
+import OpenAI from 'openai';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(120_000);
+
+/** This SDK's types no longer list temperature; the server still reads it: every request here is greedy. */
+const greedyFetch: typeof fetch = (url, init) => {
+  if (init?.method === 'POST' && typeof init.body === 'string') {
+    const body = JSON.parse(init.body);
+    init = { ...init, body: JSON.stringify({ temperature: 0, ...body }) };
+  }
+  return fetch(url, init);
+};
+
+/** All three dialects meet one core request and one loaded model with one prefix cache. */
+describe('three dialects, one engine (stories260K)', () => {
+  let srv: RunningServer;
+  let openai: OpenAI;
+  let anthropic: Anthropic;
+  let ollama: Ollama;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+    openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'any-string' });
+    anthropic = new Anthropic({ baseURL: srv.url, apiKey: 'any-string', fetch: greedyFetch });
+    ollama = new Ollama({ host: srv.url });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('the same greedy request gives the same text and token counts in every dialect', async () => {
+    const content = 'Once upon a time';
+    const o = await openai.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content }], max_tokens: 20, temperature: 0 });
+    const a = await anthropic.messages.create({ model: 'stories260K', messages: [{ role: 'user', content }], max_tokens: 20 });
+    const l = await ollama.chat({ model: 'stories260K', messages: [{ role: 'user', content }], stream: false, options: { num_predict: 20, temperature: 0 } });
+    const text = o.choices[0].message.content;
+    expect((a.content[0] as Anthropic.TextBlock).text).toBe(text);
+    expect(l.message.content).toBe(text);
+    expect(a.usage.input_tokens).toBe(o.usage!.prompt_tokens);
+    expect(l.prompt_eval_count).toBe(o.usage!.prompt_tokens);
+    expect(a.usage.output_tokens).toBe(o.usage!.completion_tokens);
+    expect(l.eval_count).toBe(o.usage!.completion_tokens);
+  });
+
+  it('a prefix cached by one dialect is reused by another', async () => {
+    // A long, unique system prompt: only these requests can have cached it.
+    const system = `You are narrator number ${Date.now()}. ` + 'The children played in the park and the sun was warm. '.repeat(12);
+    const user = 'Tell me a story about a cat.';
+    const first = await openai.chat.completions.create({
+      model: '',
+      messages: [{ role: 'system', content: system }, { role: 'user', content: user }],
+      max_tokens: 4,
+      temperature: 0,
+    });
+    expect(first.usage!.prompt_tokens).toBeGreaterThan(100);
+    const a = await anthropic.messages.create({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }], max_tokens: 4 });
+    expect(a.usage.cache_read_input_tokens).toBeGreaterThan(100);
+
+    const before = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
+    const l = await ollama.chat({ model: '', messages: [{ role: 'system', content: system }, { role: 'user', content: user + ' And a bird.' }], stream: false, options: { num_predict: 4, temperature: 0 } });
+    const after = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
+    expect(after.cached_prompt_tokens - before.cached_prompt_tokens).toBeGreaterThan(100);
+    expect(l.prompt_eval_count).toBeGreaterThan(100);
+
+    const back = await openai.chat.completions.create({ model: '', messages: [{ role: 'system', content: system }, { role: 'user', content: user + ' A fish.' }], max_tokens: 4, temperature: 0 });
+    expect((back.usage as any).prompt_tokens_details.cached_tokens).toBeGreaterThan(100);
+  });
+});

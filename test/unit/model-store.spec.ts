@@ -1,0 +1,165 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ModelCatalog } from '../../libs/store/src/catalog';
+import { displayName, parseModelRef } from '../../libs/store/src/model-ref';
+import { PullProgress, PullService } from '../../libs/store/src/pull/pull-service';
+import { parseChallenge } from '../../libs/store/src/pull/registry-client';
+import { StoreAdmin } from '../../libs/store/src/store-admin';
+import { parseBytes, parseKeepAlive } from '../../libs/engine/src/models/residency';
+import { fixtureModel, STORIES } from '../e2e/helpers/fixtures';
+import { FakeRegistry, serveFile, sha256 } from '../e2e/helpers/fake-registry';
+import { hashTree, writeOllamaModel } from '../e2e/helpers/ollama-store';
+
+const MODEL = 'application/vnd.ollama.image.model';
+const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
+
+describe('model names', () => {
+  it.each([
+    ['llama3', 'llama3:latest'],
+    ['llama3:8b', 'llama3:8b'],
+    ['registry.ollama.ai/library/llama3:latest', 'llama3:latest'],
+    ['me/tiny:q8', 'me/tiny:q8'],
+    ['127.0.0.1:5999/library/tiny:latest', '127.0.0.1:5999/library/tiny:latest'],
+    ['hf.co/user/Repo-GGUF:Q4_K_M', 'hf.co/user/Repo-GGUF:Q4_K_M'],
+  ])('%s is listed as %s', (raw, shown) => expect(displayName(parseModelRef(raw))).toBe(shown));
+
+  it.each(['../etc/passwd', '/abs/path', 'a/../b', 'x/y/z/w', 'a//b', ':tag', 'model:', 'mo del', 'ns/.hidden', `${'a'.repeat(129)}`, 'a\\b', 'a;rm', ''])(
+    'refuses %j',
+    (raw) => expect(() => parseModelRef(raw)).toThrow(/invalid model name|required/),
+  );
+});
+
+describe('keep_alive, sizes and challenges', () => {
+  it('reads durations like Ollama', () => {
+    expect(parseKeepAlive(undefined)).toBe(300_000);
+    expect(parseKeepAlive('5m')).toBe(300_000);
+    expect(parseKeepAlive('1h30m')).toBe(5_400_000);
+    expect(parseKeepAlive(10)).toBe(10_000);
+    expect(parseKeepAlive('10')).toBe(10_000);
+    expect(parseKeepAlive(0)).toBe(0);
+    expect(parseKeepAlive(-1)).toBe(Infinity);
+    expect(parseKeepAlive('-1m')).toBe(Infinity);
+    expect(() => parseKeepAlive('soon')).toThrow(/keep_alive/);
+  });
+  it('reads sizes', () => {
+    expect(parseBytes('8GiB')).toBe(8 * 1024 ** 3);
+    expect(parseBytes('512MB')).toBe(512e6);
+    expect(parseBytes('1000')).toBe(1000);
+    expect(() => parseBytes('lots')).toThrow();
+  });
+  it('parses a Bearer challenge', () => {
+    expect(parseChallenge('Bearer realm="https://r.io/token",service="r.io",scope="repository:library/x:pull"')).toEqual({ realm: 'https://r.io/token', service: 'r.io', scope: 'repository:library/x:pull' });
+    expect(parseChallenge('Basic realm="x"')).toBeUndefined();
+  });
+});
+
+describe('pull from a registry', () => {
+  const weights = readFileSync(fixtureModel(STORIES));
+  let reg: FakeRegistry;
+  afterEach(() => reg?.stop());
+
+  it('follows the token challenge and the CDN redirect, resumes a dropped blob with Range, and lists the model', async () => {
+    reg = await new FakeRegistry({ token: 'tok123', cdn: true, dropOnce: new Set([sha256(weights)]) }).start();
+    reg.add({ name: 'library/tiny:latest', layers: [{ mediaType: MODEL, data: weights }] });
+    const store = tmp('svc-store-');
+    const seen: PullProgress[] = [];
+    const name = await new PullService(new ModelCatalog({ storeDir: store, ollamaDir: null }).store, { SVC_REGISTRY_SCHEME: 'http' }).pull(`${reg.host}/library/tiny:latest`, { onProgress: (p) => seen.push(p) });
+    expect(name).toBe(`${reg.host}/library/tiny:latest`);
+    const statuses = seen.map((p) => p.status);
+    expect(statuses[0]).toBe('pulling manifest');
+    expect(statuses).toContain(`pulling ${sha256(weights).slice(7, 19)}`);
+    expect(statuses.slice(-3)).toEqual(['verifying sha256 digest', 'writing manifest', 'success']);
+    expect(reg.requests[0].auth).toBeUndefined(); // first try, then the challenge
+    expect(reg.requests.some((r) => r.auth === 'Bearer tok123')).toBe(true);
+    const cdnGets = reg.requests.filter((r) => r.server === 'cdn' && r.path.includes(sha256(weights).slice(7)));
+    expect(cdnGets.length).toBe(2);
+    expect(cdnGets[1].range).toMatch(/^bytes=[1-9]\d*-$/);
+    expect(cdnGets.every((r) => r.auth === undefined)).toBe(true); // the token stays with the registry
+    const cat = new ModelCatalog({ storeDir: store, ollamaDir: null });
+    const e = cat.resolve('');
+    expect(e.name).toBe(name);
+    expect(e.capabilities).toEqual(['completion']);
+    expect(readdirSync(join(store, 'partial'))).toEqual([]);
+  });
+
+  it('a wrong digest leaves nothing visible', async () => {
+    reg = await new FakeRegistry().start();
+    reg.add({ name: 'library/bad:latest', layers: [{ mediaType: MODEL, data: weights, lieDigest: sha256(Buffer.from('other')) }] });
+    const store = tmp('svc-store-');
+    const svc = new PullService(new ModelCatalog({ storeDir: store, ollamaDir: null }).store, { SVC_REGISTRY_SCHEME: 'http' });
+    await expect(svc.pull(`${reg.host}/library/bad`)).rejects.toThrow(/digest mismatch/);
+    expect(new ModelCatalog({ storeDir: store, ollamaDir: null }).list()).toEqual([]);
+    expect(existsSync(join(store, 'manifests'))).toBe(false);
+    expect(readdirSync(join(store, 'blobs')).filter((f) => f.includes(sha256(weights).slice(7)))).toEqual([]);
+  });
+
+  it('answers a missing model with a clear error', async () => {
+    reg = await new FakeRegistry().start();
+    const svc = new PullService(new ModelCatalog({ storeDir: tmp('svc-store-'), ollamaDir: null }).store, { SVC_REGISTRY_SCHEME: 'http' });
+    await expect(svc.pull(`${reg.host}/library/nope:latest`)).rejects.toThrow(/file does not exist/);
+  });
+
+  it('pulls a plain URL of a GGUF file', async () => {
+    const f = await serveFile('/files/Tiny-Stories.gguf', weights);
+    try {
+      const store = tmp('svc-store-');
+      const name = await new PullService(new ModelCatalog({ storeDir: store, ollamaDir: null }).store).pull(f.url);
+      expect(name).toBe('tiny-stories:latest');
+      expect(new ModelCatalog({ storeDir: store, ollamaDir: null }).resolve('tiny-stories').digest).toBe(sha256(weights));
+    } finally {
+      await f.stop();
+    }
+  });
+});
+
+describe('catalog over both stores', () => {
+  const weights = readFileSync(fixtureModel(STORIES));
+  const mmproj = readFileSync(fixtureModel('mmproj-tinygemma3.gguf'));
+
+  function setup() {
+    const ollama = tmp('ollama-');
+    writeOllamaModel(ollama, 'llama3:latest', [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.template', data: Buffer.from('{{ .Prompt }}') }]);
+    writeOllamaModel(ollama, 'me/tiny:q8', [{ mediaType: MODEL, data: weights }]);
+    writeOllamaModel(ollama, 'example.com/ns/vision:1', [{ mediaType: 'application/vnd.ollama.image.projector', data: mmproj }]);
+    writeOllamaModel(ollama, 'mylora:latest', [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.adapter', data: mmproj }]);
+    const store = tmp('svc-store-');
+    copyFileSync(fixtureModel(STORIES), join(store, 'flat.gguf'));
+    return { ollama, store, cat: new ModelCatalog({ storeDir: store, ollamaDir: ollama }) };
+  }
+
+  it('lists the union with Ollama names, adapters and projectors', () => {
+    const { cat } = setup();
+    const byName = Object.fromEntries(cat.list().map((e) => [e.name, e]));
+    expect(Object.keys(byName).sort()).toEqual(['example.com/ns/vision:1', 'flat', 'llama3:latest', 'llama3:latest+mylora:latest', 'me/tiny:q8'].sort());
+    expect(byName['llama3:latest'].source).toBe('ollama');
+    expect(byName['llama3:latest'].capabilities).toEqual(['completion']);
+    expect(byName['example.com/ns/vision:1'].capabilities).toEqual([]);
+    expect(byName['llama3:latest+mylora:latest'].capabilities).toEqual([]);
+    expect(cat.readLayer(byName['llama3:latest'], 'application/vnd.ollama.image.template')).toBe('{{ .Prompt }}');
+    expect(cat.resolve('llama3').name).toBe('llama3:latest');
+    expect(() => cat.resolve('nope')).toThrow(/llama3:latest \(ollama\)/);
+  });
+
+  it('copies and deletes in its own store only, and never writes the Ollama store', async () => {
+    const { ollama, store, cat } = setup();
+    const before = hashTree(ollama);
+    const admin = new StoreAdmin(cat);
+    expect(() => admin.delete('llama3')).toThrow("llama3:latest belongs to the local-runner's store, which svc only reads");
+    await admin.copy('llama3', 'llama3'); // same name in svc's store: svc's wins
+    expect(cat.resolve('llama3').source).toBe('svc');
+    await admin.copy('llama3', 'mine/copy:v1');
+    await expect(admin.copy('llama3', '../escape')).rejects.toThrow(/invalid model name/);
+    admin.delete('llama3:latest');
+    expect(cat.resolve('llama3').source).toBe('ollama');
+    // the blob is still used by mine/copy:v1
+    expect(existsSync(cat.store.blobPath(sha256(weights)))).toBe(true);
+    admin.delete('mine/copy:v1');
+    expect(existsSync(cat.store.blobPath(sha256(weights)))).toBe(false);
+    await admin.copy('flat', 'flatcopy');
+    expect(cat.resolve('flatcopy:latest').source).toBe('svc');
+    expect(hashTree(ollama)).toBe(before);
+    writeFileSync(join(store, 'manifests', 'registry.ollama.ai', 'library', 'flatcopy', 'broken'), '{not json');
+    expect(cat.list().some((e) => e.name === 'flatcopy:broken')).toBe(false);
+  });
+});
