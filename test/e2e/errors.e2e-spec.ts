@@ -36,7 +36,7 @@ describe('errors in the spec shape', () => {
     const r = await chat('{"messages": [}');
     expect(r.status).toBe(400);
     expect(r.json.error.type).toBe('Bad Request');
-    expect(r.json.error.message).toMatch(/^malformed JSON: .*position 14/);
+    expect(r.json.error.message).toMatch(/^malformed JSON: /);
   });
 
   it('400 cannot parse request for a wrong field type', async () => {
