@@ -1,10 +1,11 @@
 import { FastifyRequest } from 'fastify';
+import { callerOf, markingOf } from '../../auth/src/decorators';
 
 /**
- * Who is asking, as the auth layer (libs/auth) records it on the request:
- * `svcOwner` names the caller ('' on a server without named callers) and
- * `svcMarking` the request's classification ('' without markings). Modules
- * that own resources (contexts, responses) key them by both.
+ * Who is asking, as the auth layer (libs/auth) records it on the request: the
+ * caller's name ('' for the anonymous or shared-key caller) and the request's
+ * canonical classification ('' without markings). Modules that own resources
+ * (contexts, responses) key them by both.
  */
 export interface RequestIdentity {
   owner: string;
@@ -12,8 +13,8 @@ export interface RequestIdentity {
 }
 
 export function requestIdentity(req: FastifyRequest): RequestIdentity {
-  const r = req as FastifyRequest & { svcOwner?: string; svcMarking?: string };
-  return { owner: r.svcOwner ?? '', marking: r.svcMarking ?? '' };
+  const caller = callerOf(req);
+  return { owner: caller.anonymous ? '' : caller.name, marking: markingOf(req)?.canonical ?? '' };
 }
 
 /** The key resources are stored under: the caller, at the marking they were made. */
