@@ -4,7 +4,7 @@ import { NativeContext, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { Scheduler } from '../scheduler/scheduler';
 import { SessionBinding } from '../scheduler/sequence';
-import { writeFileAtomic } from '../util/atomic-file';
+import { writeFileAtomic } from '../../../store/src/atomic-file';
 import { ContextBusyError, ContextCapacityError } from './context-errors';
 import { KvContext } from './kv-context';
 
