@@ -28,7 +28,7 @@ describe('contexts belong to their caller', () => {
   it("hides alice's context from bob (404, never 403) and lists only one's own", async () => {
     const made = await call('alice-key', 'POST', '/v1/contexts', { prompt: 'Once upon a time' });
     expect(made.status).toBe(201);
-    const ctx = await made.json();
+    const ctx: any = await made.json();
     for (const [m, p] of [
       ['GET', `/v1/contexts/${ctx.id}`],
       ['POST', `/v1/contexts/${ctx.id}/fork`],

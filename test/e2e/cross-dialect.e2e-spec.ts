@@ -2,18 +2,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import { fixtureModel, STORIES } from './helpers/fixtures';
-import { RunningServer, startServer } from './helpers/server';
+import { greedyFetch, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(120_000);
 
-/** This SDK's types no longer list temperature; the server still reads it: every request here is greedy. */
-const greedyFetch: typeof fetch = (url, init) => {
-  if (init?.method === 'POST' && typeof init.body === 'string') {
-    const body = JSON.parse(init.body);
-    init = { ...init, body: JSON.stringify({ temperature: 0, ...body }) };
-  }
-  return fetch(url, init);
-};
 
 /** All three dialects meet one core request and one loaded model with one prefix cache. */
 describe('three dialects, one engine (stories260K)', () => {

@@ -2,18 +2,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
-import { postJson, RunningServer, startServer } from './helpers/server';
+import { greedyFetch, postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(120_000);
 
-/** This SDK's types no longer list temperature; the server still reads it: every request here is greedy. */
-const greedyFetch: typeof fetch = (url, init) => {
-  if (init?.method === 'POST' && typeof init.body === 'string') {
-    const body = JSON.parse(init.body);
-    init = { ...init, body: JSON.stringify({ temperature: 0, ...body }) };
-  }
-  return fetch(url, init);
-};
 
 const USER = [{ role: 'user' as const, content: 'Once upon a time' }];
 

@@ -104,3 +104,12 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   }
   return { status: r.status, headers: r.headers, text, json };
 }
+
+/** Some SDKs' types no longer list temperature; the server still reads it: requests through this fetch are greedy. */
+export const greedyFetch: typeof fetch = (url, init) => {
+  if (init?.method === 'POST' && typeof init.body === 'string') {
+    const body = JSON.parse(init.body);
+    init = { ...init, body: JSON.stringify({ temperature: 0, ...body }) };
+  }
+  return fetch(url, init);
+};

@@ -36,6 +36,11 @@ export class Scheduler {
   private readonly kv = new KvLock();
   private running = false;
   private closing = false;
+  // Batch buffers live as long as the scheduler: the addon copies them, so no per-step allocation.
+  private readonly bTokens: Int32Array;
+  private readonly bPos: Int32Array;
+  private readonly bSeq: Int32Array;
+  private readonly bLogits: Uint8Array;
   private idle?: () => void;
 
   constructor(
@@ -43,6 +48,10 @@ export class Scheduler {
     private readonly ctx: NativeContext,
     private readonly opts: SchedulerOptions,
   ) {
+    this.bTokens = new Int32Array(opts.nBatch);
+    this.bPos = new Int32Array(opts.nBatch);
+    this.bSeq = new Int32Array(opts.nBatch);
+    this.bLogits = new Uint8Array(opts.nBatch);
     const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(opts.cacheSlots, opts.cachePositions);
@@ -224,16 +233,17 @@ export class Scheduler {
     this.freeSeqs.push(seq);
   }
 
-  private buildBatch(): { batch: NativeBatch; samples: NativeSampleRequest[]; owners: Sequence[]; prefill: number } {
+  private buildBatch(): { batch: NativeBatch; samples: NativeSampleRequest[]; owners: Sequence[]; prefill: number; sequences: number } {
     const cap = this.opts.nBatch;
-    const tokens = new Int32Array(cap);
-    const pos = new Int32Array(cap);
-    const seqIds = new Int32Array(cap);
-    const logits = new Uint8Array(cap);
+    const tokens = this.bTokens;
+    const pos = this.bPos;
+    const seqIds = this.bSeq;
+    const logits = this.bLogits.fill(0);
     const samples: NativeSampleRequest[] = [];
     const owners: Sequence[] = [];
     let n = 0;
     let prefill = 0;
+    let sequences = 0;
     for (const s of this.active) {
       if (s.prefilling || n >= cap) continue;
       tokens[n] = s.lastToken;
@@ -243,6 +253,7 @@ export class Scheduler {
       samples.push({ index: n, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
       owners.push(s);
       n++;
+      sequences++;
     }
     for (const s of this.active) {
       if (!s.prefilling || n >= cap) continue;
@@ -256,6 +267,7 @@ export class Scheduler {
       }
       s.nPast += take;
       prefill += take;
+      if (take > 0) sequences++;
       if (!s.prefilling) {
         logits[n - 1] = 1;
         samples.push({ index: n - 1, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
@@ -263,11 +275,11 @@ export class Scheduler {
       }
     }
     const batch = { tokens: tokens.subarray(0, n), pos: pos.subarray(0, n), seq: seqIds.subarray(0, n), logits: logits.subarray(0, n) };
-    return { batch, samples, owners, prefill };
+    return { batch, samples, owners, prefill, sequences };
   }
 
   private async step(): Promise<void> {
-    const { batch, samples, owners, prefill } = this.buildBatch();
+    const { batch, samples, owners, prefill, sequences } = this.buildBatch();
     if (batch.tokens.length === 0) return;
     let result = await this.ctx.step(batch, samples);
     while (result.status === 1) {
@@ -278,7 +290,7 @@ export class Scheduler {
       result = await this.ctx.step(batch, samples);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
-    this.stats.recordStep(batch.tokens.length, new Set(batch.seq).size, prefill, owners.length, result.decodeUs);
+    this.stats.recordStep(batch.tokens.length, sequences, prefill, owners.length, result.decodeUs);
     const now = performance.now();
     owners.forEach((s, i) => {
       if (s.finished || s.cancelled) return;
