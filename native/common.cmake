@@ -26,11 +26,16 @@ option(SVC_NATIVE "optimize for the build machine (GGML_NATIVE)" ON)
 set(GGML_NATIVE ${SVC_NATIVE} CACHE BOOL "" FORCE)
 
 # Library only: no tools, examples, tests, server, app, network or subprocess.
+# SVC_REFERENCE_TOOLS adds llama.cpp's own llama-server/llama-bench targets to
+# the same tree (not built by default) so benchmarks on an accelerator compare
+# against binaries made from the very same compiled ggml, without a second
+# multi-minute CUDA compile.
+option(SVC_REFERENCE_TOOLS "also define llama-server and llama-bench targets" OFF)
 set(LLAMA_BUILD_COMMON    ON  CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_TESTS     OFF CACHE BOOL "" FORCE)
-set(LLAMA_BUILD_TOOLS     OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_TOOLS     ${SVC_REFERENCE_TOOLS} CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_EXAMPLES  OFF CACHE BOOL "" FORCE)
-set(LLAMA_BUILD_SERVER    OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_SERVER    ${SVC_REFERENCE_TOOLS} CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_APP       OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_MTMD      OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_UI        OFF CACHE BOOL "" FORCE)

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // Builds the native engine addon (native/<backend>) against the pinned llama.cpp.
 //   node scripts/build-native.mjs [--backend cpu|cuda|metal] [--portable] [--if-needed] [--jobs N]
+//        [--cmake KEY=VALUE ...] [--reference-tools]
+// --cmake passes extra cache entries (e.g. GGML_AVX2=ON for a portable CUDA build);
+// --reference-tools also builds llama-server and llama-bench from the same tree
+// into build/native/<backend>/ref/ (used by bench/ on accelerator machines).
 // Output: build/native/<backend>/svc_engine.node + stamp.json.
 // Build tree lives outside the repo in ${SVC_CACHE_DIR:-~/.cache/svc}/build/<backend>-<hash>
 // so incremental rebuilds reuse it across clean checkouts.
@@ -20,7 +24,7 @@ const cacheDir = process.env.SVC_CACHE_DIR || path.join(os.homedir(), '.cache', 
 const srcDir = path.join(cacheDir, 'src', 'llama.cpp');
 
 function parseArgs(argv) {
-  const o = { backend: 'cpu', portable: false, ifNeeded: false, jobs: os.availableParallelism?.() ?? os.cpus().length };
+  const o = { backend: 'cpu', portable: false, ifNeeded: false, cmake: [], referenceTools: false, jobs: os.availableParallelism?.() ?? os.cpus().length };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -30,6 +34,11 @@ function parseArgs(argv) {
     };
     if (a === '--backend' || a.startsWith('--backend=')) o.backend = val();
     else if (a === '--jobs' || a.startsWith('--jobs=')) o.jobs = Number(val());
+    else if (a === '--cmake' || a.startsWith('--cmake=')) {
+      const kv = val();
+      if (!/^[A-Z][A-Z0-9_]*=[^\s]*$/.test(kv)) die(`--cmake wants KEY=VALUE, got ${kv}`);
+      o.cmake.push(kv);
+    } else if (a === '--reference-tools') o.referenceTools = true;
     else if (a === '--portable') o.portable = true;
     else if (a === '--if-needed') o.ifNeeded = true;
     else if (a === '-h' || a === '--help') {
@@ -130,6 +139,29 @@ function findAddon(buildDir) {
   return null;
 }
 
+// llama-server and llama-bench from the addon's own tree (same ggml objects).
+function buildReferenceTools(buildDir, outDir, jobs, logFile) {
+  const targets = ['llama-server', 'llama-bench'];
+  log(`building reference tools ${targets.join(', ')}`);
+  const out = fs.openSync(logFile, 'a');
+  const r = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '--parallel', String(jobs), '--target', ...targets], {
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  if (r.status !== 0) {
+    console.error(tail(logFile));
+    die(`reference tools failed to build; full log: ${logFile}`);
+  }
+  const refDir = path.join(outDir, 'ref');
+  fs.mkdirSync(refDir, { recursive: true });
+  for (const t of targets) {
+    const found = [path.join(buildDir, 'bin', t), path.join(buildDir, 'Release', t), path.join(buildDir, 'llama.cpp', 'bin', t)].find((p) => fs.existsSync(p));
+    if (!found) die(`built ${t} but cannot find it under ${buildDir}`);
+    fs.copyFileSync(found, path.join(refDir, t));
+    fs.chmodSync(path.join(refDir, t), 0o755);
+  }
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const outDir = path.join(repo, 'build', 'native', opts.backend);
@@ -158,6 +190,8 @@ async function main() {
   const llamaCommit = ensureSource();
   const cmakeFlags = [`SVC_NATIVE=${opts.portable ? 'OFF' : 'ON'}`];
   if (opts.backend === 'cuda' && process.env.SVC_CUDA_ARCHS) cmakeFlags.push(`SVC_CUDA_ARCHS=${process.env.SVC_CUDA_ARCHS}`);
+  if (opts.referenceTools) cmakeFlags.push('SVC_REFERENCE_TOOLS=ON');
+  cmakeFlags.push(...opts.cmake);
   const key = createHash('sha256').update(JSON.stringify([llamaCommit, opts.backend, opts.portable, cmakeFlags])).digest('hex').slice(0, 12);
   const buildDir = path.join(cacheDir, 'build', `${opts.backend}-${key}`);
   fs.mkdirSync(buildDir, { recursive: true });
@@ -177,6 +211,7 @@ async function main() {
     die(`build failed (exit ${code}); full log: ${logFile}`);
   }
   fs.mkdirSync(outDir, { recursive: true });
+  if (opts.referenceTools) buildReferenceTools(buildDir, outDir, opts.jobs, logFile);
   // Copy via a temp name so a running process never sees a half-written file.
   fs.copyFileSync(addon, `${outFile}.tmp`);
   fs.renameSync(`${outFile}.tmp`, outFile);

@@ -3,7 +3,24 @@
 #include "model.h"
 #include "svc.h"
 
+#include <regex>
 #include <stdexcept>
+
+// llama.cpp's "required" tool grammar still lets the model write free text
+// before the call marker (root ::= ... until-N? tool-calls). A weak model may
+// then never reach the marker, so a forced call would never come: drop that
+// optional content term from the root rule so the call starts at once.
+static std::string requireCallFirst(const std::string & grammar) {
+  static const std::regex rootLine(R"((^|\n)root ::= [^\n]*)");
+  static const std::regex contentTerm(R"(\s+until-[0-9]+\?)");
+  std::smatch m;
+  if (!std::regex_search(grammar, m, rootLine)) return grammar;
+  std::string line = m.str(0);
+  if (line.find("tool-call") == std::string::npos) return grammar;
+  std::string tight = std::regex_replace(line, contentTerm, "");
+  if (tight == line) return grammar;
+  return grammar.substr(0, m.position(0)) + tight + grammar.substr(m.position(0) + m.length(0));
+}
 
 static std::string jsonStringify(Napi::Env env, const Napi::Value & v) {
   auto JSON = env.Global().Get("JSON").As<Napi::Object>();
@@ -58,6 +75,9 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
     inputs.enable_thinking = true;
 
     st->params = common_chat_templates_apply(tmpls, inputs);
+    if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !st->params.grammar_lazy) {
+      st->params.grammar = requireCallFirst(st->params.grammar);
+    }
 
     // Parser params as server-schema.cpp builds them from the chat params.
     st->parser = common_chat_parser_params(st->params);

@@ -167,11 +167,11 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
     await srv?.stop();
   });
 
-  // Skipped until the forced-call grammar reaches the sampler (issue 3, tools): the model emits "\n" runs instead of a call.
-  it.skip('forces a tool call with tool_choice {type: "tool"} and round-trips the result', async () => {
+  // qwen2-tiny's template has no tool-call format: the forced call goes through the JSON-call fallback.
+  it('forces a tool call with tool_choice {type: "tool"} and round-trips the result', async () => {
     const first = await client.messages.create({
       model: '',
-      max_tokens: 64,
+      max_tokens: 256,
       tools,
       tool_choice: { type: 'tool', name: 'get_weather' },
       messages: [{ role: 'user', content: 'Weather in Paris?' }],
@@ -184,7 +184,7 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
 
     const streamed = await client.messages.stream({
       model: '',
-      max_tokens: 64,
+      max_tokens: 256,
       tools,
       tool_choice: { type: 'tool', name: 'get_weather' },
       messages: [{ role: 'user', content: 'Weather in Paris?' }],

@@ -32,12 +32,13 @@ export class EngineService implements OnApplicationShutdown {
     if (tokens.length + 1 > limit) {
       throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per request`);
     }
-    const constraint = rendered.parseTools && rendered.chat?.grammar ? ({ kind: 'none' } as const) : req.constraint;
+    const constraint = rendered.constraint ?? req.constraint;
     let sampler;
     try {
       sampler = lm.ctx.createSampler({
         ...samplerOptions(req.sampling, constraint),
-        chat: rendered.parseTools ? rendered.chat : undefined,
+        // The chat params carry the tool grammar and its triggers.
+        chat: rendered.toolParser === rendered.chat ? rendered.chat : undefined,
       });
     } catch (err) {
       throw new InvalidRequestError((err as Error).message);
@@ -58,8 +59,7 @@ export class EngineService implements OnApplicationShutdown {
         stop: [...req.stop, ...(rendered.chat?.additionalStops ?? [])],
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
-        chat: rendered.chat,
-        parseTools: rendered.parseTools,
+        toolParser: rendered.toolParser,
         ignoreEos: req.sampling.ignoreEos,
         session,
         signal: req.signal,

@@ -193,7 +193,6 @@ export class ContextRegistry {
       stop: [],
       logprobs: 0,
       retainPrefix: false,
-      parseTools: false,
       session: binding,
     });
     for await (const _ of events) {

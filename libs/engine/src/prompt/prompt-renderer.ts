@@ -2,18 +2,21 @@ import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { CoreMessage, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
+import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
 export interface RenderedPrompt {
   text: string;
-  /** Set for chat prompts: llama.cpp's chat params (tool grammar, output parser). */
+  /** Set for chat prompts: llama.cpp's chat params (tool grammar, stops). */
   chat?: NativeChatPrompt;
-  /** The output is parsed for tool calls. */
-  parseTools: boolean;
+  /** Set when the output is parsed for tool calls. */
+  toolParser?: ToolOutputParser;
+  /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
+  constraint?: OutputConstraint;
 }
 
 /** Turns a core prompt into model text through the model's own chat template. */
 export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint: OutputConstraint): RenderedPrompt {
-  if (prompt.kind === 'text') return { text: prompt.text, parseTools: false };
+  if (prompt.kind === 'text') return { text: prompt.text };
   const media = prompt.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'media') : []));
   if (media.length > 0) {
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
@@ -21,22 +24,39 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   }
   const tools = prompt.tools ?? [];
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
-  let chat: NativeChatPrompt;
-  try {
-    chat = model.applyChatTemplate({
-      messages: prompt.messages.map(textOnly),
-      tools: useTools ? tools : undefined,
-      toolChoice: useTools ? toolChoiceText(prompt.toolChoice) : undefined,
-      parallelToolCalls: prompt.parallelToolCalls ?? false,
-      addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
-      continueFinalMessage: prompt.continueFinal ?? false,
-      templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
-      jsonSchema: useTools && constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : undefined,
-    });
-  } catch (err) {
-    throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
-  }
-  return { text: chat.prompt, chat, parseTools: useTools };
+  const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
+  const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
+    try {
+      return model.applyChatTemplate({
+        messages: messages.map(textOnly),
+        tools: withTools ? tools : undefined,
+        toolChoice: withTools ? choice : undefined,
+        parallelToolCalls: prompt.parallelToolCalls ?? false,
+        addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
+        continueFinalMessage: prompt.continueFinal ?? false,
+        templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
+        jsonSchema: withTools && constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : undefined,
+      });
+    } catch (err) {
+      throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
+    }
+  };
+  const chat = apply(prompt.messages, useTools);
+  if (!useTools) return { text: chat.prompt, chat };
+  // A template that knows tools renders them (llama.cpp probes its caps the same way).
+  const templateHasTools = tools.some((t) => chat.prompt.includes(t.function.name));
+  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: chat, constraint: { kind: 'none' } };
+  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: chat };
+  // No tool-call format in the template (or no grammar for a required call):
+  // describe the tools in the system message and read one JSON call back,
+  // constrained to the tools' schemas when a call is required.
+  const plain = apply(withToolSystemMessage(prompt.messages, tools), false);
+  return {
+    text: plain.prompt,
+    chat: plain,
+    toolParser: jsonToolCallParser(tools.map((t) => t.function.name)),
+    constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
+  };
 }
 
 function toolChoiceText(choice: CoreToolChoice | undefined): string {

@@ -1,5 +1,7 @@
 import { FinishReason, GenerationEvent, TokenLogprob, ToolCallEvent } from '../core/generation-events';
-import { NativeChatPrompt, NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
+import { randomUUID } from 'node:crypto';
+import { ToolOutputParser } from '../prompt/tool-fallback';
+import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
 import { StopMatcher } from '../text/stop-matcher';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
@@ -25,9 +27,8 @@ export interface SequenceSpec {
   stop: string[];
   logprobs: number;
   retainPrefix: boolean;
-  /** Set when the prompt came from a chat template with tools: output is parsed for tool calls. */
-  chat?: NativeChatPrompt;
-  parseTools: boolean;
+  /** Set when the prompt offered tools: output is parsed for tool calls. */
+  toolParser?: ToolOutputParser;
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
@@ -112,11 +113,16 @@ export class Sequence {
     this.finished = true;
     if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
     let finishReason = reason;
-    if (this.spec.parseTools && this.spec.chat) {
-      const parsed = this.spec.chat.parse(this.rawText, false);
+    if (this.spec.toolParser) {
+      const parsed = this.spec.toolParser.parse(this.rawText, false);
       this.emitContent(parsed.content);
       if (parsed.toolCalls.length > 0) {
-        const calls: ToolCallEvent[] = parsed.toolCalls.map((c, index) => ({ index, ...c }));
+        const calls: ToolCallEvent[] = parsed.toolCalls.map((c, index) => ({
+          index,
+          id: c.id || `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+          name: c.name,
+          arguments: compactJson(c.arguments),
+        }));
         this.channel.push({ type: 'tool_calls', calls });
         finishReason = 'tool_calls';
       }
@@ -147,9 +153,9 @@ export class Sequence {
 
   private output(text: string): void {
     if (!text) return;
-    if (this.spec.parseTools && this.spec.chat) {
+    if (this.spec.toolParser) {
       this.rawText += text;
-      this.emitContent(this.spec.chat.parse(this.rawText, true).content);
+      this.emitContent(this.spec.toolParser.parse(this.rawText, true).content);
       return;
     }
     this.channel.push({ type: 'delta', text, logprobs: this.takeLogprobs() });
@@ -181,6 +187,15 @@ export class Sequence {
         return { token: tokenDisplay(b), bytes: Array.from(b), logprob };
       }),
     };
+  }
+}
+
+/** Arguments as compact JSON (grammars allow whitespace a weak model spends freely). */
+function compactJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text;
   }
 }
 
