@@ -5,7 +5,8 @@
 //
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
-//                      [--llama-server PATH] [--ctx 8192] [--out FILE] [--no-write]
+//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
+//   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
 import { spawn } from 'node:child_process';
@@ -60,6 +61,7 @@ function parseArgs(argv) {
     ctx: 8192,
     svcCmd: DEFAULT_SVC_CMD,
     llamaServer: null,
+    llamaExtra: '',
     out: null,
     write: true,
     timeoutS: 600,
@@ -80,6 +82,7 @@ function parseArgs(argv) {
     else if (a === '--ctx') o.ctx = Number(next());
     else if (a === '--svc-cmd') o.svcCmd = next();
     else if (a === '--llama-server') o.llamaServer = next();
+    else if (a === '--llama-extra') o.llamaExtra = next();
     else if (a === '--out') o.out = next();
     else if (a === '--no-write') o.write = false;
     else if (a === '--timeout') o.timeoutS = Number(next());
@@ -359,7 +362,7 @@ function serverArgv(kind, modelPath, port, opts) {
     const bin = opts.llamaServer || refBin('llama-server');
     if (!fs.existsSync(bin)) throw new Error(`llama-server not found at ${bin}; run node bench/build-reference.mjs (or pass --llama-server)`);
     return [bin, '-m', modelPath, '--host', HOST, '--port', String(port), '-np', String(opts.parallel),
-      '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui'];
+      '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui', ...splitCmd(opts.llamaExtra)];
   }
   const sub = { model: modelPath, host: HOST, port: String(port), threads: String(opts.threads), parallel: String(opts.parallel), ctx: String(opts.ctx) };
   return splitCmd(opts.svcCmd).map((t) => t.replace(/\{(\w+)\}/g, (m, k) => (k in sub ? sub[k] : m)));

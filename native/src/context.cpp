@@ -32,6 +32,7 @@ class CreateContextWorker : public PromiseWorker {
     st_ = std::move(st);
   }
   Napi::Value Result(Napi::Env env) override {
+    st_->thread = std::make_unique<EngineThread>(env);
     auto ext = Napi::External<std::shared_ptr<ContextState>>::New(env, &st_);
     return addonData(env).context.New({ext});
   }

@@ -4,6 +4,7 @@
 
 #include <napi.h>
 
+#include "engine_thread.h"
 #include "llama.h"
 
 #include <atomic>
@@ -21,7 +22,9 @@ struct ContextState {
   // operations refuse to run then instead of racing llama.cpp.
   std::atomic<bool> busy{false};
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
+  std::unique_ptr<EngineThread> thread;  // runs every job on ctx (see engine_thread.h)
   ~ContextState() {
+    thread.reset();  // joins: nothing may run on ctx past this point
     if (batch.token) llama_batch_free(batch);
     if (ctx) llama_free(ctx);
   }

@@ -25,12 +25,17 @@ struct Logprob {
   std::vector<std::pair<llama_token, float>> top;
 };
 
-// Releases the busy flags on the JS thread once the worker is done.
-class BusyWorker : public PromiseWorker {
+// Runs on the context's engine thread; releases the busy flag on the JS
+// thread once done.
+class BusyWorker : public EngineJob {
  public:
-  BusyWorker(Napi::Env env, const char * name, std::shared_ptr<ContextState> cs)
-      : PromiseWorker(env, name), cs_(std::move(cs)) {
+  BusyWorker(Napi::Env env, const char *, std::shared_ptr<ContextState> cs) : EngineJob(env), cs_(std::move(cs)) {
     cs_->busy = true;
+  }
+  Napi::Promise Queue(Napi::Env env) {
+    auto p = Promise();
+    cs_->thread->Submit(env, this);
+    return p;
   }
 
  protected:
@@ -197,9 +202,7 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
     reqs.push_back({idx, std::move(smpl), std::max(0, (int32_t) optNumber(r, "topLogprobs", 0))});
   }
   auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs));
-  auto promise = w->Promise();
-  w->Queue();
-  return promise;
+  return w->Queue(env);
 }
 
 // ---- per-sequence state ---------------------------------------------------
@@ -247,9 +250,7 @@ llama_seq_id seqArg(const Napi::CallbackInfo & info, const ContextState & st) {
 Napi::Value Context::StateSeqGet(const Napi::CallbackInfo & info) {
   auto st = state(info.Env());
   auto * w = new StateGetWorker(info.Env(), st, seqArg(info, *st));
-  auto promise = w->Promise();
-  w->Queue();
-  return promise;
+  return w->Queue(info.Env());
 }
 
 Napi::Value Context::StateSeqSet(const Napi::CallbackInfo & info) {
@@ -260,7 +261,5 @@ Napi::Value Context::StateSeqSet(const Napi::CallbackInfo & info) {
   auto buf = info[1].As<Napi::Buffer<uint8_t>>();
   std::vector<uint8_t> data(buf.Data(), buf.Data() + buf.Length());
   auto * w = new StateSetWorker(env, st, seq, std::move(data));
-  auto promise = w->Promise();
-  w->Queue();
-  return promise;
+  return w->Queue(env);
 }

@@ -1,0 +1,88 @@
+#include "engine_thread.h"
+
+void EngineJob::Run() {
+  try {
+    Execute();
+  } catch (const std::exception & e) {
+    failed_ = true;
+    error_ = e.what();
+  } catch (...) {
+    failed_ = true;
+    error_ = "unknown native error";
+  }
+}
+
+void EngineJob::Complete(Napi::Env env) {
+  Napi::HandleScope scope(env);
+  Finally();
+  if (failed_) {
+    deferred_.Reject(Napi::Error::New(env, error_).Value());
+    return;
+  }
+  try {
+    deferred_.Resolve(Result(env));
+  } catch (const Napi::Error & e) {
+    deferred_.Reject(e.Value());
+  } catch (const std::exception & e) {
+    deferred_.Reject(Napi::Error::New(env, e.what()).Value());
+  }
+}
+
+EngineThread::EngineThread(Napi::Env env) {
+  tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo &) {}),
+                                        "svc_engine.thread", 0, 1);
+  tsfn_.Unref(env);  // only pending jobs keep the event loop alive
+  thread_ = std::thread([this] { Loop(); });
+}
+
+EngineThread::~EngineThread() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  tsfn_.Release();
+}
+
+void EngineThread::Submit(Napi::Env env, EngineJob * job) {
+  job->owner_ = this;
+  if (pending_++ == 0) tsfn_.Ref(env);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(job);
+  }
+  cv_.notify_one();
+}
+
+void EngineThread::Loop() {
+  for (;;) {
+    EngineJob * job;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop requested and nothing left
+      job = queue_.front();
+      queue_.pop_front();
+    }
+    job->Run();
+    // Jobs hold what they touch (their context too), so they are completed and
+    // freed on the JS thread; if JS is already gone the job is left behind
+    // rather than freeing its context from this very thread.
+    tsfn_.NonBlockingCall(job, &EngineThread::Deliver);
+  }
+}
+
+void EngineThread::Deliver(Napi::Env env, Napi::Function, EngineJob * job) {
+  if (env == nullptr) {  // the environment is going away
+    delete job;
+    return;
+  }
+  job->Complete(env);
+  job->owner_->Done(env);
+  delete job;  // may free the context, and with it this thread object
+}
+
+void EngineThread::Done(Napi::Env env) {
+  if (--pending_ == 0) tsfn_.Unref(env);
+}
