@@ -26,8 +26,11 @@ writeFileSync(
   }),
 );
 
+/** A fetch Response whose JSON is read untyped, as the assertions below do. */
+type Answer = Omit<Response, 'json'> & { json(): Promise<any> };
+
 /** One request as a caller at a marking (either may be omitted). */
-function call(srv: RunningServer, method: string, path: string, o: { key?: string; marking?: string; json?: unknown; file?: Buffer } = {}): Promise<Response> {
+function call(srv: RunningServer, method: string, path: string, o: { key?: string; marking?: string; json?: unknown; file?: Buffer } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (o.key) headers.authorization = `Bearer ${o.key}`;
   if (o.marking) headers['x-classification'] = o.marking;
@@ -36,7 +39,7 @@ function call(srv: RunningServer, method: string, path: string, o: { key?: strin
   return fetch(`${srv.url}${path}`, { method, headers, body: o.file ?? (o.json !== undefined ? JSON.stringify(o.json) : undefined) });
 }
 
-const bytes = async (r: Response) => {
+const bytes = async (r: Answer) => {
   expect(r.status).toBe(200);
   return Buffer.from(await r.arrayBuffer());
 };

@@ -53,7 +53,7 @@ describe('context spilling: beyond -context-slots', () => {
     expect(spilled).toMatchObject({ id: a.id, tokens: a.tokens, pages: a.pages, spilled: true });
     // Written atomically: the final file only, no temp file left beside it.
     expect(spillFiles(srv)).toEqual([`${a.id}.kv`]);
-    const listed = (await (await fetch(`${srv.url}/v1/contexts`)).json()).data;
+    const listed = ((await (await fetch(`${srv.url}/v1/contexts`)).json()) as any).data;
     expect(listed.filter((c: any) => c.spilled).map((c: any) => c.id)).toEqual([a.id]);
 
     // Use brings it back transparently: same greedy text, its tokens reused from the spilled state.
@@ -81,7 +81,7 @@ describe('context spilling: beyond -context-slots', () => {
     expect((await ctxState(srv, c.id)).spilled).toBe(true);
     const restored = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(await snap.arrayBuffer()) });
     expect(restored.status).toBe(201);
-    expect((await restored.json()).tokens).toBe(c.tokens);
+    expect(((await restored.json()) as any).tokens).toBe(c.tokens);
     const kids = await postJson(`${srv.url}/v1/contexts/${c.id}/fork?n=1`, {});
     expect(kids.status).toBe(201);
     expect(kids.json.data[0]).toMatchObject({ parent: c.id, tokens: c.tokens });
