@@ -39,12 +39,12 @@ describe('contexts belong to their caller', () => {
       const r = await call('bob-key', m, p, m === 'POST' ? {} : undefined);
       expect(r.status).toBe(404);
     }
-    expect((await (await call('bob-key', 'GET', '/v1/contexts')).json()).data).toEqual([]);
-    expect((await (await call('alice-key', 'GET', '/v1/contexts')).json()).data.map((c: any) => c.id)).toEqual([ctx.id]);
+    expect(((await (await call('bob-key', 'GET', '/v1/contexts')).json()) as any).data).toEqual([]);
+    expect(((await (await call('alice-key', 'GET', '/v1/contexts')).json()) as any).data.map((c: any) => c.id)).toEqual([ctx.id]);
     const exported = Buffer.from(await (await call('alice-key', 'GET', `/v1/contexts/${ctx.id}/export`)).arrayBuffer());
     const stolen = await fetch(`${srv.url}/v1/contexts/import`, { method: 'POST', headers: { authorization: 'Bearer bob-key', 'content-type': 'application/octet-stream' }, body: exported });
     expect(stolen.status).toBe(403);
-    expect((await stolen.json()).error.message).toBe('the context belongs to another caller, or to you at another marking');
+    expect(((await stolen.json()) as any).error.message).toBe('the context belongs to another caller, or to you at another marking');
     const own = await fetch(`${srv.url}/v1/contexts/import`, { method: 'POST', headers: { authorization: 'Bearer alice-key', 'content-type': 'application/octet-stream' }, body: exported });
     expect(own.status).toBe(201);
   });

@@ -133,11 +133,15 @@ export class ContextsService {
     }
   }
 
-  /** Pre-0.3.0 files name weights by layout only: refused under the enterprise profile or a marking. */
+  /**
+   * Pre-0.3.0 files name weights by layout only. The auth layer decides the
+   * policy (refused under -profile enterprise or -classification, unless
+   * -allow-legacy-snapshots); a request carrying a marking is refused as well.
+   */
   private checkLegacy(file: SnapshotFile, who: RequestIdentity): void {
     if (file.version >= 2 && file.header.weights) return;
-    const strict = this.config.features.profile === 'enterprise' || who.marking !== '';
-    if (strict && !this.config.features.allowLegacySnapshots) {
+    const strict = this.config.auth.refuseLegacySnapshots || (who.marking !== '' && !this.config.features.allowLegacySnapshots);
+    if (strict) {
       throw new EngineError('a snapshot from before version 0.3.0 names its weights by layout only; refused here unless the server runs with -allow-legacy-snapshots', 403);
     }
   }

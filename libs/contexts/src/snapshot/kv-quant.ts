@@ -3,9 +3,11 @@ import { floatToHalf, halfToFloat } from './f16';
 /**
  * 8-bit snapshot precisions over llama.cpp's per-sequence KV state.
  *
- * The state (llama_kv_cache::state_write) is: n_stream, then per stream the
- * cell count, per-cell metadata, and per layer the K rows then the V rows (or
- * V transposed). We walk it, keep every structural byte, and replace each f32
+ * The state (llama_context::state_seq_get_data) is: magic 0xaf143cd8 (u32),
+ * the source seq id (i32), then llama_kv_cache::state_write: n_stream, per
+ * stream the cell count, per-cell metadata (pos, n_seq_id, a 12-byte cell
+ * extension on M-RoPE/PLE models, seq ids), and per layer the K rows then the
+ * V rows (or V transposed). We walk it, keep every structural byte, and replace each f32
  * or f16 tensor block with 8-bit codes:
  *   q8  — blocks of 32 values, one f32 scale per block (absmax / 127), like Q8_0;
  *   vq8 — one f32 scale per vector (a K/V row of one cell, or one transposed V
@@ -32,9 +34,27 @@ class Cursor {
   u64(): number { const v = Number(this.buf.readBigUInt64LE(this.pos)); this.pos += 8; return v; }
 }
 
+const STATE_MAGIC = 0xaf143cd8;
+/** sizeof(llama_kv_cell_ext): written per cell only on some models, which the state does not say. */
+const CELL_EXT_BYTES = 12;
+
 /** Splits a state into structural bytes and float tensor blocks; throws if the layout is not understood. */
 function parseState(state: Buffer): Chunk[] {
+  try {
+    return parseWith(state, 0);
+  } catch (err) {
+    try {
+      return parseWith(state, CELL_EXT_BYTES);
+    } catch {
+      throw err;
+    }
+  }
+}
+
+function parseWith(state: Buffer, extBytes: number): Chunk[] {
   const c = new Cursor(state);
+  if (state.length < 8 || c.u32() !== STATE_MAGIC) throw new Error('not a llama.cpp sequence state');
+  c.i32(); // the sequence it was read from
   const chunks: Chunk[] = [];
   let rawFrom = 0;
   const flushRaw = (to: number) => {
@@ -55,7 +75,7 @@ function parseState(state: Buffer): Chunk[] {
     for (let i = 0; i < cells; i++) {
       c.i32();
       const nSeq = c.u32();
-      c.pos += 4 * nSeq;
+      c.pos += extBytes + 4 * nSeq;
     }
     const vTrans = c.u32();
     const nLayer = c.u32();

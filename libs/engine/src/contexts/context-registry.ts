@@ -28,7 +28,16 @@ export class ContextRegistry {
     private readonly scheduler: Scheduler,
     private readonly spillDir: string,
     private readonly maxResident: number,
-  ) {}
+  ) {
+    scheduler.onKvPressure(() => this.spillIdle());
+  }
+
+  /** The model is going: its contexts and their spill files go with it. */
+  dispose(): void {
+    this.byId.clear();
+    this.byName.clear();
+    rmSync(this.spillDir, { recursive: true, force: true });
+  }
 
   list(owner: string): KvContext[] {
     return [...this.byId.values()].filter((c) => c.owner === owner);
@@ -115,8 +124,7 @@ export class ContextRegistry {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, '', Math.floor(Date.now() / 1000));
     await this.scheduler.exclusive(async () => {
       c.seq = await this.allocSeq();
-      const read = await this.ctx.stateSeqSet(c.seq, state);
-      if (read === 0) {
+      if (!(await this.setState(c.seq, state, c))) {
         this.scheduler.freeSeqId(c.seq);
         throw new InvalidRequestError('the snapshot state does not fit this model');
       }
@@ -205,8 +213,7 @@ export class ContextRegistry {
     if (c.seq !== undefined) return;
     const seq = await this.allocSeq(c);
     if (c.spillPath) {
-      const read = await this.ctx.stateSeqSet(seq, readFileSync(c.spillPath));
-      if (read === 0) {
+      if (!(await this.setState(seq, readFileSync(c.spillPath), c))) {
         this.scheduler.freeSeqId(seq);
         throw new Error(`could not restore spilled context ${c.id}`);
       }
@@ -221,13 +228,27 @@ export class ContextRegistry {
   private async allocSeq(keep?: KvContext): Promise<number> {
     const resident = [...this.byId.values()].filter((x) => x.seq !== undefined);
     if (resident.length >= this.maxResident || this.scheduler.availableSeqs === 0) {
-      const victim = resident.filter((x) => !x.busy && x !== keep).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (!victim) throw new ContextCapacityError();
-      await this.spill(victim);
+      if (!(await this.spillIdle(keep))) throw new ContextCapacityError();
     }
     const seq = this.scheduler.allocSeq();
     if (seq === undefined) throw new ContextCapacityError();
     return seq;
+  }
+
+  /** Inside exclusive(): writes a state into seq, spilling idle contexts while the KV cache has no room for it. */
+  private async setState(seq: number, state: Buffer, keep: KvContext): Promise<boolean> {
+    for (;;) {
+      if ((await this.ctx.stateSeqSet(seq, state)) > 0) return true;
+      if (!(await this.spillIdle(keep))) return false;
+    }
+  }
+
+  /** Inside the KV lock: spills the least recently used idle resident context; false when there is none. */
+  private async spillIdle(keep?: KvContext): Promise<boolean> {
+    const victim = [...this.byId.values()].filter((x) => x.seq !== undefined && !x.busy && x !== keep).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+    if (!victim) return false;
+    await this.spill(victim);
+    return true;
   }
 
   private async spill(c: KvContext): Promise<void> {

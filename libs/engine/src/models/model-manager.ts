@@ -3,6 +3,7 @@ import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry } from '../contexts/context-registry';
@@ -105,9 +106,11 @@ export class ModelManager {
     const models = await this.resident();
     await Promise.all(models.map((m) => m.scheduler.drain()));
     for (const m of models) {
+      m.contexts.dispose();
       m.ctx.dispose();
       m.native.dispose();
     }
+    rmSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true, force: true });
     this.loaded.clear();
     this.ready.clear();
   }
@@ -121,6 +124,7 @@ export class ModelManager {
     this.ready.delete(lm.entry.path);
     this.loaded.delete(lm.entry.path);
     await lm.scheduler.drain(); // new submits are refused; running ones finish
+    lm.contexts.dispose(); // contexts live in the model's KV cache: they go with it, spilled ones too
     lm.ctx.dispose();
     lm.native.dispose();
     this.log.log(`unloaded ${lm.name}`);

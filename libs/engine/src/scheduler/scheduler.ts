@@ -42,6 +42,7 @@ export class Scheduler {
   private readonly bSeq: Int32Array;
   private readonly bLogits: Uint8Array;
   private idle?: () => void;
+  private pressureRelief?: () => Promise<boolean>;
 
   constructor(
     private readonly model: NativeModel,
@@ -99,6 +100,15 @@ export class Scheduler {
   /** Returns a context's sequence id (its KV is removed). Call inside exclusive(). */
   freeSeqId(seq: number): void {
     this.freeSeq(seq);
+  }
+
+  /**
+   * Called inside a step when the KV cache is full and no retained prompt is
+   * left to give back (the contexts registry spills an idle context). Resolves
+   * false when it could free nothing.
+   */
+  onKvPressure(fn: () => Promise<boolean>): void {
+    this.pressureRelief = fn;
   }
 
   /** Sequence ids not held by running requests or contexts (retained prompts count as free). */
@@ -283,10 +293,10 @@ export class Scheduler {
     if (batch.tokens.length === 0) return;
     let result = await this.ctx.step(batch, samples);
     while (result.status === 1) {
-      // KV full: give back retained prompts first, then retry the same batch.
+      // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
       const victim = this.cache.evictLru();
-      if (victim === undefined) throw new Error('the KV cache is full: lower -concurrency or the context size');
-      this.freeSeq(victim);
+      if (victim !== undefined) this.freeSeq(victim);
+      else if (!(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
       result = await this.ctx.step(batch, samples);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);

@@ -1,0 +1,124 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const STORY =
+  'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. ' +
+  'One day, she saw a big red ball under a tree. She ran to get it and kicked it very high. ';
+
+/** Where a server process spills contexts: $TMPDIR/svc-<pid>/spill/<weights hash>/<id>.kv. */
+function spillFiles(srv: RunningServer): string[] {
+  const root = join(tmpdir(), `svc-${srv.proc.pid}`, 'spill');
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((d) => readdirSync(join(root, d)));
+}
+
+async function ctxState(srv: RunningServer, id: string): Promise<any> {
+  const r = await fetch(`${srv.url}/v1/contexts/${id}`);
+  expect(r.status).toBe(200);
+  return r.json();
+}
+
+async function greedy(srv: RunningServer, body: Record<string, unknown>): Promise<any> {
+  const r = await postJson(`${srv.url}/v1/completions`, { temperature: 0, seed: 1, max_tokens: 24, ...body });
+  expect(r.status).toBe(200);
+  return r.json;
+}
+
+describe('context spilling: beyond -context-slots', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-concurrency', '2', '-context-slots', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('spills the least recently used idle context, brings it back on use with the same greedy text, removes its file on delete', async () => {
+    const a = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    const twin = (await postJson(`${srv.url}/v1/contexts/${a.id}/fork`, {})).json.data[0];
+    // The twin holds exactly what `a` holds: its greedy continuation is `a`'s before any spill.
+    const before = await greedy(srv, { prompt: STORY + 'The', svc_session: twin.id });
+    expect((await ctxState(srv, a.id)).spilled).toBeUndefined();
+    expect(spillFiles(srv)).toEqual([]);
+
+    // A third context: two are resident already, so the least recently used (a) goes to disk.
+    const b = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    expect(b.spilled).toBeUndefined();
+    const spilled = await ctxState(srv, a.id);
+    expect(spilled).toMatchObject({ id: a.id, tokens: a.tokens, pages: a.pages, spilled: true });
+    // Written atomically: the final file only, no temp file left beside it.
+    expect(spillFiles(srv)).toEqual([`${a.id}.kv`]);
+    const listed = ((await (await fetch(`${srv.url}/v1/contexts`)).json()) as any).data;
+    expect(listed.filter((c: any) => c.spilled).map((c: any) => c.id)).toEqual([a.id]);
+
+    // Use brings it back transparently: same greedy text, its tokens reused from the spilled state.
+    const after = await greedy(srv, { prompt: STORY + 'The', svc_session: a.id });
+    expect(after.choices[0].text).toBe(before.choices[0].text);
+    expect(after.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(a.tokens - 8);
+    const back = await ctxState(srv, a.id);
+    expect(back.spilled).toBeUndefined(); // spec: `spilled` is present only while on disk
+    expect(back.tokens).toBeGreaterThan(a.tokens);
+
+    // Making room for `a` spilled the least recently used of the other two (the twin).
+    expect((await ctxState(srv, twin.id)).spilled).toBe(true);
+    expect(spillFiles(srv)).toEqual([`${twin.id}.kv`]);
+    expect((await fetch(`${srv.url}/v1/contexts/${twin.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(spillFiles(srv)).toEqual([]);
+  });
+
+  it('snapshots a spilled context without bringing it back, and forks it', async () => {
+    const c = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once upon a time' });
+    await postJson(`${srv.url}/v1/contexts`, { prompt: 'One day' });
+    expect((await ctxState(srv, c.id)).spilled).toBe(true);
+    const snap = await fetch(`${srv.url}/v1/contexts/${c.id}/snapshot`);
+    expect(snap.status).toBe(200);
+    expect((await ctxState(srv, c.id)).spilled).toBe(true);
+    const restored = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(await snap.arrayBuffer()) });
+    expect(restored.status).toBe(201);
+    expect(((await restored.json()) as any).tokens).toBe(c.tokens);
+    const kids = await postJson(`${srv.url}/v1/contexts/${c.id}/fork?n=1`, {});
+    expect(kids.status).toBe(201);
+    expect(kids.json.data[0]).toMatchObject({ parent: c.id, tokens: c.tokens });
+  });
+
+  it('removes the spill folder when the server stops', async () => {
+    expect(spillFiles(srv).length).toBeGreaterThan(0);
+    await srv.stop();
+    expect(existsSync(join(tmpdir(), `svc-${srv.proc.pid}`))).toBe(false);
+  });
+});
+
+describe('context spilling: a full KV cache', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    // One sequence of 512 positions and no retained prompts: the KV cache has room for about two of these contexts.
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-concurrency', '1', '-ctx-size', '512', '-cache-slots', '0']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('spills idle contexts when their cells are needed and restores them on use', async () => {
+    const prompt = STORY.repeat(3);
+    const reference = await greedy(srv, { prompt: prompt + 'The', svc_retain_prefix: false });
+    const made: any[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await postJson(`${srv.url}/v1/contexts`, { prompt });
+      expect(r.status).toBe(201);
+      made.push(r.json);
+    }
+    expect(made[0].tokens * 3).toBeGreaterThan(512); // three do not fit: one had to go to disk
+    expect((await ctxState(srv, made[0].id)).spilled).toBe(true);
+    expect((await ctxState(srv, made[2].id)).spilled).toBeUndefined();
+
+    const out = await greedy(srv, { prompt: prompt + 'The', svc_session: made[0].id });
+    expect(out.choices[0].text).toBe(reference.choices[0].text);
+    expect((await ctxState(srv, made[0].id)).spilled).toBeUndefined();
+  });
+});
