@@ -28,21 +28,25 @@ export class ContextRegistry {
     private readonly scheduler: Scheduler,
     private readonly spillDir: string,
     private readonly maxResident: number,
-  ) {}
-
-  list(owner: string): KvContext[] {
-    return [...this.byId.values()].filter((c) => c.owner === owner);
+  ) {
+    // A full KV cache spills idle contexts once no retained prompt is left to give back.
+    scheduler.reclaim = () => this.spillIdle();
   }
 
-  /** Another owner's context does not exist (404, never 403). */
-  get(id: string, owner: string): KvContext | undefined {
+  list(owner: string): KvContext[] {
+    return [...this.byId.values()].filter((c) => c.owner === owner && !c.hidden);
+  }
+
+  /** Another owner's context does not exist (404, never 403); hidden ones only when asked for. */
+  get(id: string, owner: string, hidden = false): KvContext | undefined {
     const c = this.byId.get(id);
-    return c && c.owner === owner ? c : undefined;
+    return c && c.owner === owner && c.hidden === hidden ? c : undefined;
   }
 
   /** A new context, optionally prefilled with `tokens`. */
-  async create(owner: string, tokens: Int32Array | undefined, parent = ''): Promise<KvContext> {
+  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
+    c.hidden = opts.hidden ?? false;
     await this.scheduler.exclusive(async () => (c.seq = await this.allocSeq()));
     this.byId.set(c.id, c);
     if (tokens && tokens.length > 0) {
@@ -69,6 +73,7 @@ export class ContextRegistry {
           this.ctx.seqCopy(parent.seq as number, child.seq, -1, -1);
           child.tokens = parent.tokens.slice();
           child.sharedWithParent = parent.tokens.length;
+          child.hidden = parent.hidden;
           this.byId.set(child.id, child);
           children.push(child);
         }
@@ -141,13 +146,15 @@ export class ContextRegistry {
   /**
    * Binds a request to a context: the prompt must start with what the context
    * holds (a few trailing tokens may re-tokenize differently). Marks it busy
-   * until the request ends.
+   * until the request ends. With dropDivergent, a prompt that departs from the
+   * context keeps the common prefix and recomputes the rest (stored responses:
+   * the template may render a past turn unlike the tokens the model sampled).
    */
-  async bind(c: KvContext, prompt: Int32Array, label: string): Promise<SessionBinding> {
+  async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean } = {}): Promise<SessionBinding> {
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
-    if (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n)) {
+    if (!opts.dropDivergent && (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
@@ -228,6 +235,14 @@ export class ContextRegistry {
     const seq = this.scheduler.allocSeq();
     if (seq === undefined) throw new ContextCapacityError();
     return seq;
+  }
+
+  /** Inside a decode step (the KV lock is held): spills the least recently used idle context. */
+  private async spillIdle(): Promise<boolean> {
+    const victim = [...this.byId.values()].filter((x) => x.seq !== undefined && !x.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+    if (!victim) return false;
+    await this.spill(victim);
+    return true;
   }
 
   private async spill(c: KvContext): Promise<void> {

@@ -17,6 +17,8 @@ export class KvContext {
   lastUsed = Date.now();
   /** A named session (svc_session) bound to this context, if any. */
   sessionName?: string;
+  /** Held for the engine's own use (a stored response's conversation): absent from the contexts routes. */
+  hidden = false;
 
   constructor(
     readonly id: string,

@@ -42,6 +42,8 @@ export class Scheduler {
   private readonly bSeq: Int32Array;
   private readonly bLogits: Uint8Array;
   private idle?: () => void;
+  /** Frees KV cells held outside the scheduler (idle contexts) when the cache is full; false when none could be. */
+  reclaim?: () => Promise<boolean>;
 
   constructor(
     private readonly model: NativeModel,
@@ -283,10 +285,10 @@ export class Scheduler {
     if (batch.tokens.length === 0) return;
     let result = await this.ctx.step(batch, samples);
     while (result.status === 1) {
-      // KV full: give back retained prompts first, then retry the same batch.
+      // KV full: give back retained prompts first, then idle contexts, then retry the same batch.
       const victim = this.cache.evictLru();
-      if (victim === undefined) throw new Error('the KV cache is full: lower -concurrency or the context size');
-      this.freeSeq(victim);
+      if (victim !== undefined) this.freeSeq(victim);
+      else if (!(await this.reclaim?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
       result = await this.ctx.step(batch, samples);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
