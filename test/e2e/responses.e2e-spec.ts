@@ -176,6 +176,21 @@ describe('responses API on the real engine (stories260K)', () => {
     expect((await (await fetch(`${srv.url}/v1/contexts`)).json()).data).toEqual([]);
   });
 
+  it('keeps only the last 256 stored responses; the rest still continue from their contexts', async () => {
+    const first = await turn({ input: 'Once upon a time', max_output_tokens: 2 });
+    const second = await turn({ input: 'Once upon a time', max_output_tokens: 2 });
+    // 255 more: `first` is now the 257th newest (earlier tests' responses are older still).
+    for (let i = 0; i < 255; i++) await turn({ input: `Story ${i}`, max_output_tokens: 1 });
+    await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+    await expect(turn({ input: 'More', previous_response_id: first.id })).rejects.toMatchObject({ status: 404 });
+    expect((await client.responses.retrieve(second.id)).id).toBe(second.id);
+    // Its context went to disk among 256 others and comes back intact.
+    const next = await turn({ input: 'The dog ran', previous_response_id: second.id });
+    const whole = await turn({ input: [user('Once upon a time'), assistant(second.output_text), user('The dog ran')] });
+    expect(next.output_text).toBe(whole.output_text);
+    expect(next.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(0);
+  });
+
   it('store: false keeps neither the record nor its context', async () => {
     const r = await turn({ input: 'Once upon a time', store: false });
     expect(r.store).toBe(false);
