@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
@@ -167,6 +167,10 @@ describe('responses API on the real engine (stories260K)', () => {
     }
     expect(w2a.usage!.input_tokens_details.cached_tokens).toBe(0);
 
+    // Two branches from one turn at the same time: forks of one context wait for each other, never 409.
+    const [c1, c2] = await Promise.all([turn({ input: 'The dog ran', previous_response_id: t1.id }), turn({ input: 'A big red ball', previous_response_id: t1.id })]);
+    expect([c1.output_text, c2.output_text]).toEqual([t2a.output_text, t2b.output_text]);
+
     // A chained turn can be streamed too.
     const s2a = await client.responses.stream({ model: '', input: 'The dog ran', previous_response_id: t1.id, max_output_tokens: 16, temperature: 0 }).finalResponse();
     expect(s2a.output_text).toBe(t2a.output_text);
@@ -289,6 +293,35 @@ describe('responses API function tools (synthetic qwen2.5-tiny, real Qwen2.5 tem
     });
     expect(whole.usage!.input_tokens).toBe(second.usage!.input_tokens);
     expect(whole.output_text).toBe(second.output_text);
+  });
+});
+
+describe('responses on two models', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    const store = mkdtempSync(join(tmpdir(), 'svc-resp-two-'));
+    copyFileSync(fixtureModel(STORIES), join(store, 'stories-copy.gguf'));
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-store', store]);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('GET and DELETE work whichever model made the response; a turn on another model re-reads the conversation', async () => {
+    const client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'any-string' });
+    const body = { input: 'Once upon a time', max_output_tokens: 12, temperature: 0 };
+    const a = await client.responses.create({ model: '', ...body });
+    const b = await client.responses.create({ model: 'stories-copy', ...body });
+    expect([a.model, b.model]).toEqual(['stories260K', 'stories-copy']);
+    expect((await client.responses.retrieve(b.id)).model).toBe('stories-copy');
+    // Continuing a's turn on the other model: its context stays where it was, the prompt is read whole.
+    const moved = await client.responses.create({ model: 'stories-copy', previous_response_id: a.id, input: 'The dog ran', max_output_tokens: 12, temperature: 0 });
+    expect(moved.usage!.input_tokens_details.cached_tokens).toBe(0);
+    const stayed = await client.responses.create({ model: '', previous_response_id: a.id, input: 'The dog ran', max_output_tokens: 12, temperature: 0 });
+    expect(stayed.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(0);
+    expect(moved.output_text).toBe(stayed.output_text); // same weights, same conversation
+    for (const r of [a, b, moved, stayed]) await client.responses.delete(r.id);
+    await expect(client.responses.retrieve(b.id)).rejects.toMatchObject({ status: 404 });
   });
 });
 

@@ -84,7 +84,8 @@ export class EngineService implements OnApplicationShutdown {
   async dropContext(ref: ContextRef, owner: string): Promise<void> {
     const lm = (await this.models.resident()).find((m) => m.name === ref.model);
     const c = lm?.contexts.get(ref.id, owner, true);
-    if (lm && c) await lm.contexts.delete(c);
+    // A stream cut short still holds it until the scheduler's next step.
+    if (lm && c) await lm.contexts.release(c);
   }
 
   /** A fork of `from` (cells shared, nothing copied) or a new hidden context, bound to the prompt. */

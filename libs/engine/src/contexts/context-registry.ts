@@ -105,6 +105,12 @@ export class ContextRegistry {
     });
   }
 
+  /** Deletes the context now, or when the request bound to it ends. */
+  async release(c: KvContext): Promise<void> {
+    if (c.busy) c.dropWhenIdle = true;
+    else await this.delete(c);
+  }
+
   /** The serialized KV state of a context (llama.cpp's per-sequence state). */
   async readState(c: KvContext): Promise<Buffer> {
     return this.withContext(c, () =>
@@ -173,6 +179,7 @@ export class ContextRegistry {
         c.tokens = held.slice();
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         c.busy = false;
+        if (c.dropWhenIdle) void this.delete(c).catch(() => undefined);
       },
     };
   }
