@@ -134,6 +134,13 @@ const ROUTES: Route[] = [
     body: { model: '', messages: [{ role: 'user', content: 'Once' }], max_tokens: 1 },
     ok: (a) => expect(a.json.object).toBe('chat.completion'),
   },
+  {
+    name: 'POST /v1/responses',
+    method: 'POST',
+    path: '/v1/responses',
+    body: { model: '', input: 'Once', max_output_tokens: 1 },
+    ok: (a) => expect(a.json.object).toBe('response'),
+  },
   { name: 'GET /metrics', method: 'GET', path: '/metrics', ok: (a) => expect(a.text.length).toBeGreaterThan(0) },
   { name: 'GET /api/version', method: 'GET', path: '/api/version', ok: (a) => expect(a.json).toEqual({ version: '0.3.0' }) },
 ];

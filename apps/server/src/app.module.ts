@@ -5,6 +5,7 @@ import { ModelCatalog } from '../../../libs/store/src/catalog';
 import { OpenAIModule } from '../../../libs/dialects/src/openai/openai.module';
 import { LocalRunnerModule } from '../../../libs/dialects/src/local-runner/local-runner.module';
 import { MessagesModule } from '../../../libs/dialects/src/messages/messages.module';
+import { ResponsesModule } from '../../../libs/dialects/src/responses/responses.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
@@ -18,7 +19,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ContextsModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -2,8 +2,10 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { NativeSamplerOptions } from './backend/native-addon';
 import { InvalidRequestError } from './core/errors';
 import { GenerationEvent } from './core/generation-events';
-import { GenerationRequest, OutputConstraint, PromptInput, SamplingParams } from './core/generation-request';
+import { ContextRef, GenerationRequest, OutputConstraint, PromptInput, SamplingParams } from './core/generation-request';
+import { KvContext } from './contexts/kv-context';
 import { LoadedModel } from './models/loaded-model';
+import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { renderPrompt } from './prompt/prompt-renderer';
 
@@ -11,6 +13,8 @@ export interface GenerationHandle {
   model: LoadedModel;
   promptTokens: number;
   events: AsyncIterable<GenerationEvent>;
+  /** The context kept for the request (keepContext); it holds the whole turn once `done` arrives. */
+  context?: ContextRef;
 }
 
 /**
@@ -43,12 +47,15 @@ export class EngineService implements OnApplicationShutdown {
     } catch (err) {
       throw new InvalidRequestError((err as Error).message);
     }
-    const session = req.session
-      ? await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`).catch((err) => {
-          sampler.dispose();
-          throw err;
-        })
-      : undefined;
+    let kept: KvContext | undefined;
+    let session: SessionBinding | undefined;
+    try {
+      if (req.session) session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`);
+      else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
+    } catch (err) {
+      sampler.dispose();
+      throw err;
+    }
     let events: AsyncIterable<GenerationEvent>;
     try {
       events = lm.scheduler.submit({
@@ -67,9 +74,30 @@ export class EngineService implements OnApplicationShutdown {
     } catch (err) {
       sampler.dispose();
       session?.onRelease(session.held, false);
+      if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, promptTokens: tokens.length, events };
+    return { model: lm, promptTokens: tokens.length, events, context: kept ? { model: lm.name, id: kept.id } : undefined };
+  }
+
+  /** Frees a context kept for a request (keepContext); a model no longer loaded took it along. */
+  async dropContext(ref: ContextRef, owner: string): Promise<void> {
+    const lm = (await this.models.resident()).find((m) => m.name === ref.model);
+    const c = lm?.contexts.get(ref.id, owner, true);
+    // A stream cut short still holds it until the scheduler's next step.
+    if (lm && c) await lm.contexts.release(c);
+  }
+
+  /** A fork of `from` (cells shared, nothing copied) or a new hidden context, bound to the prompt. */
+  private async bindKept(lm: LoadedModel, from: ContextRef | undefined, owner: string, tokens: Int32Array): Promise<{ kept: KvContext; session: SessionBinding }> {
+    const parent = from && from.model === lm.name ? lm.contexts.get(from.id, owner, true) : undefined;
+    const kept = parent ? (await lm.contexts.fork(parent, 1)).children[0] : await lm.contexts.create(owner, undefined, '', { hidden: true });
+    try {
+      return { kept, session: await lm.contexts.bind(kept, tokens, kept.id, { dropDivergent: true }) };
+    } catch (err) {
+      await lm.contexts.delete(kept);
+      throw err;
+    }
   }
 
   /** Tokens of a prompt as the model would read it (template included). */

@@ -40,18 +40,19 @@ export class ContextRegistry {
   }
 
   list(owner: string): KvContext[] {
-    return [...this.byId.values()].filter((c) => c.owner === owner);
+    return [...this.byId.values()].filter((c) => c.owner === owner && !c.hidden);
   }
 
-  /** Another owner's context does not exist (404, never 403). */
-  get(id: string, owner: string): KvContext | undefined {
+  /** Another owner's context does not exist (404, never 403); hidden ones only when asked for. */
+  get(id: string, owner: string, hidden = false): KvContext | undefined {
     const c = this.byId.get(id);
-    return c && c.owner === owner ? c : undefined;
+    return c && c.owner === owner && c.hidden === hidden ? c : undefined;
   }
 
   /** A new context, optionally prefilled with `tokens`. */
-  async create(owner: string, tokens: Int32Array | undefined, parent = ''): Promise<KvContext> {
+  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
+    c.hidden = opts.hidden ?? false;
     await this.scheduler.exclusive(async () => (c.seq = await this.allocSeq()));
     this.byId.set(c.id, c);
     if (tokens && tokens.length > 0) {
@@ -78,6 +79,7 @@ export class ContextRegistry {
           this.ctx.seqCopy(parent.seq as number, child.seq, -1, -1);
           child.tokens = parent.tokens.slice();
           child.sharedWithParent = parent.tokens.length;
+          child.hidden = parent.hidden;
           this.byId.set(child.id, child);
           children.push(child);
         }
@@ -107,6 +109,12 @@ export class ContextRegistry {
       c.seq = undefined;
       if (c.spillPath) rmSync(c.spillPath, { force: true });
     });
+  }
+
+  /** Deletes the context now, or when the request bound to it ends. */
+  async release(c: KvContext): Promise<void> {
+    if (c.busy) c.dropWhenIdle = true;
+    else await this.delete(c);
   }
 
   /** The serialized KV state of a context (llama.cpp's per-sequence state). */
@@ -149,13 +157,15 @@ export class ContextRegistry {
   /**
    * Binds a request to a context: the prompt must start with what the context
    * holds (a few trailing tokens may re-tokenize differently). Marks it busy
-   * until the request ends.
+   * until the request ends. With dropDivergent, a prompt that departs from the
+   * context keeps the common prefix and recomputes the rest (stored responses:
+   * the template may render a past turn unlike the tokens the model sampled).
    */
-  async bind(c: KvContext, prompt: Int32Array, label: string): Promise<SessionBinding> {
+  async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean } = {}): Promise<SessionBinding> {
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
-    if (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n)) {
+    if (!opts.dropDivergent && (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
@@ -174,6 +184,7 @@ export class ContextRegistry {
         c.tokens = held.slice();
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         c.busy = false;
+        if (c.dropWhenIdle) void this.delete(c).catch(() => undefined);
       },
     };
   }

@@ -17,6 +17,10 @@ export class KvContext {
   lastUsed = Date.now();
   /** A named session (svc_session) bound to this context, if any. */
   sessionName?: string;
+  /** Held for the engine's own use (a stored response's conversation): absent from the contexts routes. */
+  hidden = false;
+  /** Deleted as soon as the request bound to it lets go (its owner dropped it mid-generation). */
+  dropWhenIdle = false;
 
   constructor(
     readonly id: string,

@@ -88,10 +88,22 @@ export interface GenerationRequest {
   retainPrefix: boolean;
   /** svc_session: run on this named KV context (created on first use); the prompt must start with what it holds. */
   session?: string;
+  /**
+   * Keep this request's KV in a hidden context that outlives it (stored responses):
+   * a fork of `from` when that is this owner's context on the resolved model (the
+   * prompt is not read again), else a new context. The handle names the context.
+   */
+  keepContext?: { from?: ContextRef };
   /** Owner of contexts the request touches ('' without named callers). */
   owner?: string;
   /** Ends the generation at the next step (client disconnect). */
   signal?: AbortSignal;
+}
+
+/** A context the engine keeps for a caller, named by the model it lives on. */
+export interface ContextRef {
+  model: string;
+  id: string;
 }
 
 export const DEFAULT_SAMPLING: Readonly<SamplingParams> = Object.freeze({});

@@ -1,0 +1,91 @@
+import { InvalidRequestError } from '../../../../engine/src/core/errors';
+import { ContextRef, CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
+import { constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { ResponsesRequestDto, ResponsesTextFormat, ResponsesTool } from '../protocol/responses.dto';
+import { inputToCore } from './input-items.mapper';
+
+export const RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS = 1024;
+
+/** What a turn continues: the earlier conversation (instructions excluded) and its context. */
+export interface PriorTurn {
+  conversation: CoreMessage[];
+  context?: ContextRef;
+}
+
+export interface MappedTurn {
+  request: GenerationRequest;
+  /** This turn's input as core messages (joins the conversation once answered). */
+  input: CoreMessage[];
+}
+
+/**
+ * Responses DTO (+ the turn it continues) → the core request. Pure: no I/O.
+ * Instructions are this turn's only (as the Responses API defines them): a
+ * system message ahead of the carried conversation.
+ */
+export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn | undefined, owner: string, signal?: AbortSignal): MappedTurn {
+  if (d.svc_session !== undefined) throw new InvalidRequestError('svc_session is not available on /v1/responses; continue a turn with previous_response_id');
+  const input = inputToCore(d.input);
+  const messages: CoreMessage[] = [];
+  if (d.instructions) messages.push({ role: 'system', content: d.instructions });
+  messages.push(...(prior?.conversation ?? []), ...input);
+  let tools = d.tools?.map(toCoreTool);
+  const choice = toolChoice(d.tool_choice, tools);
+  // A forced tool: the template sees only that tool, so the call grammar can produce nothing else.
+  if (choice && typeof choice === 'object') tools = tools?.filter((t) => t.function.name === choice.name);
+  return {
+    input,
+    request: {
+      model: d.model ?? '',
+      prompt: { kind: 'chat', messages, tools, toolChoice: choice, parallelToolCalls: d.parallel_tool_calls },
+      sampling: samplingFrom(d),
+      maxTokens: d.max_output_tokens ?? RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS,
+      stop: stopsFrom(d.stop),
+      constraint: constraintFrom(d, textFormat(d.text?.format)),
+      logprobs: 0,
+      // The turn's own context holds its KV; the shared prefix cache would hold it twice.
+      retainPrefix: false,
+      keepContext: { from: prior?.context },
+      owner,
+      signal,
+    },
+  };
+}
+
+function toCoreTool(t: ResponsesTool, i: number): CoreTool {
+  if (!t || typeof t !== 'object') throw new InvalidRequestError(`cannot parse request: tools[${i}] must be an object`);
+  if (t.type !== 'function') {
+    throw new InvalidRequestError(`tools[${i}] is a hosted tool (${String(t.type)}); this server runs function tools only: {type: "function", name, parameters}`);
+  }
+  if (typeof t.name !== 'string' || t.name === '') throw new InvalidRequestError(`cannot parse request: tools[${i}].name must be a string`);
+  const params = t.parameters;
+  if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
+    throw new InvalidRequestError(`cannot parse request: tools[${i}].parameters must be a JSON Schema object`);
+  }
+  return {
+    type: 'function',
+    function: { name: t.name, description: typeof t.description === 'string' ? t.description : undefined, parameters: (params ?? undefined) as Record<string, unknown> | undefined },
+  };
+}
+
+function toolChoice(tc: ResponsesRequestDto['tool_choice'], tools: CoreTool[] | undefined): CoreToolChoice | undefined {
+  if (tc === undefined || tc === null) return undefined;
+  if (typeof tc === 'string') {
+    if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
+    throw new InvalidRequestError(`tool_choice must be auto, none, required or {type: "function", name}, got "${tc}"`);
+  }
+  if (tc.type !== 'function' || typeof tc.name !== 'string') throw new InvalidRequestError('tool_choice must be auto, none, required or {type: "function", name}');
+  if (!tools?.some((t) => t.function.name === tc.name)) throw new InvalidRequestError(`tool_choice names ${tc.name}, which is not in tools`);
+  return { name: tc.name };
+}
+
+/** text.format, read as chat's response_format is. */
+export function textFormat(f: ResponsesTextFormat | undefined): OutputConstraint {
+  if (!f || f.type === undefined || f.type === 'text') return { kind: 'none' };
+  if (f.type === 'json_object') return { kind: 'json' };
+  if (f.type === 'json_schema') {
+    if (!f.schema || typeof f.schema !== 'object' || Array.isArray(f.schema)) throw new InvalidRequestError('text.format.schema must be a JSON Schema object');
+    return { kind: 'json_schema', schema: f.schema };
+  }
+  throw new InvalidRequestError(`text.format.type must be text, json_object or json_schema, got "${f.type}"`);
+}

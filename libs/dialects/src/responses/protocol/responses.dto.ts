@@ -1,0 +1,37 @@
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Min, ValidateIf } from 'class-validator';
+import { SamplingFieldsDto } from '../../shared/sampling.dto';
+import { IsStringOrObject } from '../../shared/validators';
+import { IsStringOrArray } from './is-string-or-array';
+
+/** One input item as sent; each item type is checked field by field in the mapper. */
+export type ResponsesInputItem = Record<string, unknown> & { type?: unknown; role?: unknown; content?: unknown };
+
+/** A function tool in the flat Responses shape ({type, name, description, parameters, strict}). */
+export type ResponsesTool = Record<string, unknown> & { type?: unknown; name?: unknown };
+
+export interface ResponsesTextFormat {
+  type?: string;
+  name?: string;
+  schema?: unknown;
+  strict?: boolean;
+}
+
+/**
+ * POST /v1/responses. Sampling, stop, stream and svc_ extension fields come from
+ * SamplingFieldsDto (svc_session is refused: previous_response_id is this
+ * dialect's way to continue a context).
+ */
+export class ResponsesRequestDto extends SamplingFieldsDto {
+  @IsStringOrArray() input!: string | ResponsesInputItem[];
+  @IsOptional() @IsString() instructions?: string;
+  @IsOptional() @IsInt() @Min(1) max_output_tokens?: number;
+  @IsOptional() @IsString() previous_response_id?: string;
+  @IsOptional() @IsBoolean() store?: boolean;
+  @IsOptional() @IsArray() tools?: ResponsesTool[];
+  @IsOptional() @ValidateIf((_o, v) => v !== null) @IsStringOrObject() tool_choice?: string | { type?: string; name?: string };
+  @IsOptional() @IsBoolean() parallel_tool_calls?: boolean;
+  @IsOptional() @IsObject() text?: { format?: ResponsesTextFormat };
+  @IsOptional() @IsObject() metadata?: Record<string, string>;
+  // Read by nobody, accepted for compatibility with the official clients.
+  @IsOptional() @IsString() user?: string;
+}
