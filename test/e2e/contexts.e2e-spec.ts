@@ -136,15 +136,20 @@ describe('KV-cache contexts', () => {
     const running = fetch(`${srv.url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: STORY, svc_session: ctx.id, max_tokens: 1500, ignore_eos: true, temperature: 0 }),
+      body: JSON.stringify({ prompt: STORY, svc_session: ctx.id, max_tokens: 1500, ignore_eos: true, temperature: 0, stream: true }),
     });
-    await new Promise((r) => setTimeout(r, 150));
+    // The first streamed chunk proves the writer holds the context (no timing guess).
+    const reader = (await running).body!.getReader();
+    await reader.read();
     const second = await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: 1 });
     expect(second.status).toBe(409);
     expect(second.json.error.message).toBe('this context is in use by another request; retry when that one finishes');
     const gen2 = await postJson(`${srv.url}/v1/completions`, { prompt: STORY, svc_session: ctx.id, max_tokens: 2 });
     expect(gen2.status).toBe(409);
     expect((await running).status).toBe(200);
+    while (!(await reader.read()).done) {
+      /* let the writer finish */
+    }
   });
 
   it('forks 64 ways and refuses 65', async () => {
