@@ -91,13 +91,9 @@ export class StoreController {
     return this.refused(req);
   }
 
-  /** -pull=false turns the store routes off; a web page from an origin not in -cors may not change the store. */
-  private guard(req: FastifyRequest): void {
+  /** -pull=false turns the store routes off (browser origins are refused once, in libs/auth). */
+  private guard(_req: FastifyRequest): void {
     if (!this.config.pull) throw new HttpException('model-store routes are off on this server (-pull=false)', 501);
-    const origin = req.headers.origin;
-    if (origin && !this.config.cors.includes(origin)) {
-      throw new HttpException(`a web page at ${origin} may not change this server's model store`, 403);
-    }
   }
 
   /** The no-model state ends with the first pulled model: serve it without a restart. */
