@@ -80,6 +80,7 @@ Napi::Function Context::Define(Napi::Env env) {
   return DefineClass(env, "NativeContext", {
     InstanceMethod<&Context::CreateSampler>("createSampler"),
     InstanceMethod<&Context::Step>("step"),
+    InstanceMethod<&Context::RequestYield>("requestYield"),
     InstanceMethod<&Context::Logits>("logits"),
     InstanceMethod<&Context::SeqRemove>("seqRemove"),
     InstanceMethod<&Context::SeqCopy>("seqCopy"),
@@ -113,6 +114,11 @@ std::shared_ptr<ContextState> Context::state(Napi::Env env, bool idle) const {
 Napi::Value Context::CreateSampler(const Napi::CallbackInfo & info) {
   auto st = state(info.Env(), false);
   return createSampler(info.Env(), st->model, info.Length() > 0 ? info[0] : info.Env().Undefined(), st->nCtx);
+}
+
+Napi::Value Context::RequestYield(const Napi::CallbackInfo & info) {
+  if (st_) st_->yield = true;  // read by a chained step between its decodes
+  return info.Env().Undefined();
 }
 
 Napi::Value Context::Logits(const Napi::CallbackInfo & info) {

@@ -21,6 +21,8 @@ struct ContextState {
   // True while a worker (step / state read / state write) owns ctx; JS-thread
   // operations refuse to run then instead of racing llama.cpp.
   std::atomic<bool> busy{false};
+  // Set from JS (new work, a cancel) to end a chained step early.
+  std::atomic<bool> yield{false};
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
   std::unique_ptr<EngineThread> thread;  // runs every job on ctx (see engine_thread.h)
   ~ContextState() {
@@ -39,6 +41,7 @@ class Context : public Napi::ObjectWrap<Context> {
   std::shared_ptr<ContextState> state(Napi::Env env, bool idle = true) const;
   Napi::Value CreateSampler(const Napi::CallbackInfo & info);
   Napi::Value Step(const Napi::CallbackInfo & info);
+  Napi::Value RequestYield(const Napi::CallbackInfo & info);
   Napi::Value Logits(const Napi::CallbackInfo & info);
   Napi::Value SeqRemove(const Napi::CallbackInfo & info);
   Napi::Value SeqCopy(const Napi::CallbackInfo & info);

@@ -1,6 +1,7 @@
 // Context::step and the state workers: everything here that touches the
-// llama_context runs on the libuv pool while ContextState::busy is held.
+// llama_context runs on the context's engine thread while ContextState::busy is held.
 #include "context.h"
+#include "model.h"
 #include "sampler.h"
 #include "svc.h"
 #include "workers.h"
@@ -18,6 +19,8 @@ struct SampleReq {
   int32_t index;
   std::shared_ptr<SamplerState> smpl;
   int32_t top;
+  int32_t budget;   // tokens this sequence may still take (chained steps stop at 0)
+  bool eogStops;    // an end-of-generation token ends the chain
 };
 
 struct Logprob {
@@ -46,44 +49,44 @@ class BusyWorker : public EngineJob {
 class StepWorker : public BusyWorker {
  public:
   StepWorker(Napi::Env env, std::shared_ptr<ContextState> cs, std::vector<int32_t> tok, std::vector<int32_t> pos,
-             std::vector<int32_t> seq, std::vector<uint8_t> lg, std::vector<SampleReq> reqs)
+             std::vector<int32_t> seq, std::vector<uint8_t> lg, std::vector<SampleReq> reqs, int32_t maxSteps,
+             int64_t maxUs)
       : BusyWorker(env, "svc_engine.step", std::move(cs)), tok_(std::move(tok)), pos_(std::move(pos)),
-        seq_(std::move(seq)), lg_(std::move(lg)), reqs_(std::move(reqs)) {
+        seq_(std::move(seq)), lg_(std::move(lg)), reqs_(std::move(reqs)), maxSteps_(maxSteps), maxUs_(maxUs) {
     for (auto & r : reqs_) r.smpl->inStep = true;
+    cs_->yield = false;
   }
 
+  // One decode + sample; then, for a batch of decoding sequences only, keep
+  // decoding the tokens just sampled (up to maxSteps) without a round trip to
+  // JS, until a budget runs out, an end token comes, JS asks to yield, or the
+  // chain has run maxUs (streams should not arrive in long bursts).
   void Execute() override {
-    llama_batch & b = cs_->batch;
-    b.n_tokens = (int32_t) tok_.size();
-    for (size_t i = 0; i < tok_.size(); i++) {
-      b.token[i] = tok_[i];
-      b.pos[i] = pos_[i];
-      b.n_seq_id[i] = 1;
-      b.seq_id[i][0] = seq_[i];
-      b.logits[i] = lg_[i] ? 1 : 0;
-    }
-    const int64_t t0 = ggml_time_us();
-    status_ = llama_decode(cs_->ctx, b);
-    const int64_t t1 = ggml_time_us();
-    decodeUs_ = t1 - t0;
-    if (status_ != 0) return;
-    for (auto & r : reqs_) {
-      if (r.top > 0) {
-        logprobs_.push_back(topLogprobs(r.index, r.top));
-      } else {
-        logprobs_.push_back(std::nullopt);
+    const int64_t start = ggml_time_us();
+    for (int32_t step = 0; step < maxSteps_; step++) {
+      const int status = decodeOnce();
+      if (step == 0) status_ = status;
+      if (status != 0) break;  // a later step that finds no KV room just ends the chain
+      steps_++;
+      sampleAll();
+      if (!chainable() || cs_->yield.load() || ggml_time_us() - start >= maxUs_) break;
+      const size_t base = out_.size() - reqs_.size();
+      bool stop = false;
+      for (size_t i = 0; i < reqs_.size(); i++) {
+        auto & r = reqs_[i];
+        const llama_token t = out_[base + i];
+        if (--r.budget <= 0 || (r.eogStops && llama_vocab_is_eog(cs_->model->vocab, t))) stop = true;
+        tok_[r.index] = t;
+        pos_[r.index] += 1;
       }
-      llama_token t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
-      common_sampler_accept(r.smpl->smpl, t, true);
-      if (logprobs_.back()) logprobs_.back()->logprob = sampledLogprob(r.index, t);
-      out_.push_back(t);
+      if (stop) break;
     }
-    sampleUs_ = ggml_time_us() - t1;
   }
 
   Napi::Value Result(Napi::Env env) override {
     auto res = Napi::Object::New(env);
     res.Set("status", status_);
+    res.Set("steps", steps_);
     auto toks = Napi::Int32Array::New(env, out_.size());
     for (size_t i = 0; i < out_.size(); i++) toks[i] = out_[i];
     res.Set("tokens", toks);
@@ -120,6 +123,47 @@ class StepWorker : public BusyWorker {
   }
 
  private:
+  int decodeOnce() {
+    llama_batch & b = cs_->batch;
+    b.n_tokens = (int32_t) tok_.size();
+    for (size_t i = 0; i < tok_.size(); i++) {
+      b.token[i] = tok_[i];
+      b.pos[i] = pos_[i];
+      b.n_seq_id[i] = 1;
+      b.seq_id[i][0] = seq_[i];
+      b.logits[i] = lg_[i] ? 1 : 0;
+    }
+    const int64_t t0 = ggml_time_us();
+    const int status = llama_decode(cs_->ctx, b);
+    decodeUs_ += ggml_time_us() - t0;
+    return status;
+  }
+
+  void sampleAll() {
+    const int64_t t0 = ggml_time_us();
+    for (auto & r : reqs_) {
+      if (r.top > 0) {
+        logprobs_.push_back(topLogprobs(r.index, r.top));
+      } else {
+        logprobs_.push_back(std::nullopt);
+      }
+      llama_token t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+      common_sampler_accept(r.smpl->smpl, t, true);
+      if (logprobs_.back()) logprobs_.back()->logprob = sampledLogprob(r.index, t);
+      out_.push_back(t);
+    }
+    sampleUs_ += ggml_time_us() - t0;
+  }
+
+  // Chaining needs every batch entry to be a sampled, decoding sequence.
+  bool chainable() {
+    if (chainChecked_) return chainOk_;
+    chainChecked_ = true;
+    chainOk_ = maxSteps_ > 1 && reqs_.size() == tok_.size();
+    for (auto & r : reqs_) chainOk_ = chainOk_ && r.budget > 0;
+    return chainOk_;
+  }
+
   // log-softmax of the raw logits (before any sampler touches them).
   float logSumExp(const float * lg) {
     const int n = cs_->nVocab;
@@ -147,6 +191,9 @@ class StepWorker : public BusyWorker {
   std::vector<int32_t> tok_, pos_, seq_;
   std::vector<uint8_t> lg_;
   std::vector<SampleReq> reqs_;
+  int32_t maxSteps_ = 1, steps_ = 0;
+  int64_t maxUs_ = 0;
+  bool chainChecked_ = false, chainOk_ = false;
   int status_ = -1;
   float lse_ = 0;
   std::vector<llama_token> out_;
@@ -199,9 +246,20 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
     auto smpl = unwrapSampler(r.Get("sampler"));
     if (smpl->model != st->model) throwError(env, "step: sampler belongs to another model");
     if (smpl->inStep) throwError(env, "step: sampler is in use by another step() in flight");
-    reqs.push_back({idx, std::move(smpl), std::max(0, (int32_t) optNumber(r, "topLogprobs", 0))});
+    reqs.push_back({idx, std::move(smpl), std::max(0, (int32_t) optNumber(r, "topLogprobs", 0)),
+                    (int32_t) optNumber(r, "budget", 1), optBool(r, "stopOnEog", true)});
   }
-  auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs));
+  int32_t maxSteps = 1;
+  double maxMs = 1e9;
+  if (info.Length() > 2 && info[2].IsObject()) {
+    auto o = info[2].As<Napi::Object>();
+    maxSteps = (int32_t) optNumber(o, "maxSteps", 1);
+    maxMs = optNumber(o, "maxMs", maxMs);
+    if (maxSteps < 1 || maxSteps > 1024) throwRange(env, "step: maxSteps must be 1..1024");
+    if (!(maxMs >= 0)) throwRange(env, "step: maxMs must be >= 0");
+  }
+  auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs), maxSteps,
+                            (int64_t) std::min(maxMs * 1000.0, 1e15));
   return w->Queue(env);
 }
 

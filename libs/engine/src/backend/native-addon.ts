@@ -140,6 +140,21 @@ export interface NativeSampleRequest {
   sampler: NativeSampler;
   /** 0 = none; else the number of top alternatives (raw logits, log-softmax) to return. */
   topLogprobs: number;
+  /** Tokens this sequence may still take (default 1); a chained step stops when one runs out. */
+  budget?: number;
+  /** An end-of-generation token ends a chained step (default true). */
+  stopOnEog?: boolean;
+}
+
+export interface NativeStepOptions {
+  /**
+   * Up to this many decode+sample steps in one call (default 1), only when the
+   * batch holds decoding sequences alone: each further step decodes the tokens
+   * just sampled. Ends early on a budget, an end token or requestYield().
+   */
+  maxSteps?: number;
+  /** Start no further chained step once this many milliseconds have passed. */
+  maxMs?: number;
 }
 
 export interface NativeTokenLogprob {
@@ -152,9 +167,11 @@ export interface NativeTokenLogprob {
 export interface NativeStepResult {
   /** llama_decode's return: 0 ok, 1 no KV slot, negative error. Tokens are empty unless 0. */
   status: number;
-  /** One sampled token per sample request, in order (already accepted by the sampler). */
+  /** Steps run (1 unless chained; 0 when status is not 0). */
+  steps: number;
+  /** Per step, one sampled token per sample request, in order (already accepted): steps × samples. */
   tokens: Int32Array;
-  /** Present per sample request that asked for topLogprobs > 0 (null otherwise). */
+  /** Same layout; present per sample request that asked for topLogprobs > 0 (null otherwise). */
   logprobs: Array<NativeTokenLogprob | null>;
   /** Microseconds spent in llama_decode and in sampling. */
   decodeUs: number;
@@ -167,7 +184,9 @@ export interface NativeContext {
   readonly nBatch: number;
   createSampler(opts: NativeSamplerOptions): NativeSampler;
   /** Decode one batch and sample the requested entries, all on a worker thread. */
-  step(batch: NativeBatch, samples: NativeSampleRequest[]): Promise<NativeStepResult>;
+  step(batch: NativeBatch, samples: NativeSampleRequest[], opts?: NativeStepOptions): Promise<NativeStepResult>;
+  /** Ends a chained step after its current decode (new work is waiting). */
+  requestYield(): void;
   /** Raw logits of batch entry `index` from the last step (copy). */
   logits(index: number): Float32Array;
   seqRemove(seq: number, p0: number, p1: number): boolean;

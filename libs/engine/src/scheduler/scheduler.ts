@@ -19,6 +19,13 @@ export interface SchedulerOptions {
   cacheSlots: number;
   /** Positions the retained prompts may hold together. */
   cachePositions: number;
+  /**
+   * Decode steps one native call may chain for a batch of decoding sequences
+   * (1 = off) and the time after which it starts no further one: the JS round
+   * trip per token dominates small models, while streams should not come in bursts.
+   */
+  chainSteps?: number;
+  chainMs?: number;
 }
 
 /**
@@ -78,8 +85,11 @@ export class Scheduler {
       throw new QueueFullError();
     }
     const s = new Sequence(spec, this.model);
+    s.onCancel = () => this.ctx.requestYield();
     this.queue.push(s);
     this.stats.requests++;
+    // A chained decode in flight ends after its current step so this one joins soon.
+    this.ctx.requestYield();
     this.kick();
     return s.channel;
   }
@@ -89,6 +99,7 @@ export class Scheduler {
    * Inside fn, allocSeq/freeSeqId may be used.
    */
   exclusive<T>(fn: () => T | Promise<T>): Promise<T> {
+    this.ctx.requestYield();
     return this.kv.run(fn);
   }
 
@@ -226,6 +237,9 @@ export class Scheduler {
   private release(s: Sequence, retain: boolean): void {
     s.spec.sampler.dispose();
     if (s.seq < 0) return;
+    // A chained step may have decoded past the end JS chose (a stop string, a
+    // cancel): the KV must hold exactly the kept tokens.
+    if (s.generated.length > 0) this.ctx.seqRemove(s.seq, s.heldTokens().length, -1);
     if (s.spec.session) {
       // The context keeps its sequence; what the KV holds is exactly what was decoded.
       const all = s.heldTokens();
@@ -260,7 +274,7 @@ export class Scheduler {
       pos[n] = s.length - 1;
       seqIds[n] = s.seq;
       logits[n] = 1;
-      samples.push({ index: n, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
+      samples.push(this.sampleRequest(s, n));
       owners.push(s);
       n++;
       sequences++;
@@ -280,7 +294,7 @@ export class Scheduler {
       if (take > 0) sequences++;
       if (!s.prefilling) {
         logits[n - 1] = 1;
-        samples.push({ index: n - 1, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs) });
+        samples.push(this.sampleRequest(s, n - 1));
         owners.push(s);
       }
     }
@@ -288,36 +302,52 @@ export class Scheduler {
     return { batch, samples, owners, prefill, sequences };
   }
 
+  /** Budget: tokens the sequence may still take, so a chained step stops where JS would. */
+  private sampleRequest(s: Sequence, index: number): NativeSampleRequest {
+    const left = Math.min(s.spec.maxTokens - s.generated.length, this.opts.nCtxSeq - s.length - 1);
+    return { index, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs), budget: Math.max(1, left), stopOnEog: !s.spec.ignoreEos };
+  }
+
   private async step(): Promise<void> {
     const { batch, samples, owners, prefill, sequences } = this.buildBatch();
     if (batch.tokens.length === 0) return;
-    let result = await this.ctx.step(batch, samples);
+    // A batch of decoding sequences alone may run several steps natively; new
+    // requests (submit) and cancels end the chain early via requestYield().
+    const canChain = prefill === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
+    const opts = { maxSteps: canChain ? (this.opts.chainSteps ?? 32) : 1, maxMs: this.opts.chainMs ?? 8 };
+    let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
       // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
       const victim = this.cache.evictLru();
       if (victim !== undefined) this.freeSeq(victim);
       else if (!(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
-      result = await this.ctx.step(batch, samples);
+      result = await this.ctx.step(batch, samples, opts);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
-    this.stats.recordStep(batch.tokens.length, sequences, prefill, owners.length, result.decodeUs);
+    const steps = Math.max(1, result.steps ?? 1);
+    for (let k = 0; k < steps; k++) {
+      this.stats.recordStep(batch.tokens.length, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
+    }
     const now = performance.now();
-    owners.forEach((s, i) => {
-      if (s.finished || s.cancelled) return;
-      const r = s.accept(result.tokens[i], result.logprobs[i] ?? null, this.opts.nCtxSeq);
-      this.stats.generatedTokens++;
-      if (r.finish) {
-        s.finish(r.finish, r.stop, now);
-        this.stats.recordFinish({
-          ttftMs: s.firstTokenAt - s.queuedAt,
-          promptTokens: s.spec.promptTokens.length,
-          cachedTokens: s.cachedTokens,
-          completionTokens: s.generated.length,
-        });
-        this.active.splice(this.active.indexOf(s), 1);
-        this.release(s, true);
-      }
-    });
+    const n = owners.length;
+    for (let k = 0; k < steps; k++) {
+      owners.forEach((s, i) => {
+        if (s.finished || s.cancelled) return;
+        const r = s.accept(result.tokens[k * n + i], result.logprobs[k * n + i] ?? null, this.opts.nCtxSeq);
+        this.stats.generatedTokens++;
+        if (r.finish) {
+          s.finish(r.finish, r.stop, now);
+          this.stats.recordFinish({
+            ttftMs: s.firstTokenAt - s.queuedAt,
+            promptTokens: s.spec.promptTokens.length,
+            cachedTokens: s.cachedTokens,
+            completionTokens: s.generated.length,
+          });
+          this.active.splice(this.active.indexOf(s), 1);
+          this.release(s, true);
+        }
+      });
+    }
   }
 }
 

@@ -46,6 +46,8 @@ export class Sequence {
   readonly generated: number[] = [];
   lastToken = -1;
   cancelled = false;
+  /** Called once when the client goes away (the scheduler ends a chained step early). */
+  onCancel?: () => void;
   finished = false;
   readonly channel = new EventChannel<GenerationEvent>();
   readonly queuedAt = performance.now();
@@ -63,8 +65,14 @@ export class Sequence {
     private readonly model: NativeModel,
   ) {
     this.stops = new StopMatcher(spec.stop);
-    this.channel.onCancel = () => (this.cancelled = true);
-    spec.signal?.addEventListener('abort', () => (this.cancelled = true), { once: true });
+    this.channel.onCancel = () => this.cancel();
+    spec.signal?.addEventListener('abort', () => this.cancel(), { once: true });
+  }
+
+  private cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.onCancel?.();
   }
 
   get prefilling(): boolean {
