@@ -1,6 +1,6 @@
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
-import { CoreMessage, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
+import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
@@ -22,7 +22,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
     throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
-  const tools = prompt.tools ?? [];
+  const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
   const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
@@ -57,6 +57,14 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     toolParser: jsonToolCallParser(tools.map((t) => t.function.name)),
     constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
   };
+}
+
+/** A named tool choice: the template sees only that tool, so the call grammar can produce nothing else. */
+function forcedTools(tools: CoreTool[], choice: CoreToolChoice | undefined): CoreTool[] {
+  if (!choice || typeof choice !== 'object') return tools;
+  const named = tools.filter((t) => t.function.name === choice.name);
+  if (named.length === 0) throw new InvalidRequestError(`tool_choice names the function "${choice.name}", which is not among the tools`);
+  return named;
 }
 
 function toolChoiceText(choice: CoreToolChoice | undefined): string {
