@@ -73,3 +73,9 @@ describe('completion logprobs formatting', () => {
     expect(text.slice(out.text_offset[3], out.text_offset[4])).toBe(' b');
   });
 });
+
+describe('describeGbnfProblem on rule names', () => {
+  it('follows llama.cpp: no underscore in rule names', () => {
+    expect(describeGbnfProblem('root ::= "a"\nfoo_bar ::= "x"')).toBe('line 2, column 4: expecting "::=" after rule name "foo"');
+  });
+});

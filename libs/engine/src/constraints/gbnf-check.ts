@@ -13,7 +13,8 @@ export function describeGbnfProblem(src: string): string | undefined {
   }
 }
 
-const WORD = /[A-Za-z0-9_-]/;
+// llama.cpp rule names: letters, digits and hyphens (no underscore).
+const WORD = /[A-Za-z0-9-]/;
 
 class GbnfChecker {
   private pos = 0;
