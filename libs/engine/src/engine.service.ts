@@ -47,7 +47,7 @@ export class EngineService implements OnApplicationShutdown {
       sampler = lm.ctx.createSampler({
         ...samplerOptions(req.sampling, constraint),
         // The chat params carry the tool grammar and its triggers.
-        chat: rendered.toolParser === rendered.chat ? rendered.chat : undefined,
+        chat: rendered.toolGrammar ? rendered.chat : undefined,
       });
     } catch (err) {
       throw new InvalidRequestError(samplerError(err as Error, constraint));

@@ -10,6 +10,8 @@ export interface RenderedPrompt {
   chat?: NativeChatPrompt;
   /** Set when the output is parsed for tool calls. */
   toolParser?: ToolOutputParser;
+  /** Sample with the chat params' own tool grammar, triggers and preserved tokens. */
+  toolGrammar?: boolean;
   /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
   constraint?: OutputConstraint;
 }
@@ -45,8 +47,9 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   if (!useTools) return { text: chat.prompt, chat };
   // A template that knows tools renders them (llama.cpp probes its caps the same way).
   const templateHasTools = tools.some((t) => chat.prompt.includes(t.function.name));
-  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: chat, constraint: { kind: 'none' } };
-  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: chat };
+  const parser = prompt.parallelToolCalls ? chat : firstCallOnly(chat);
+  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true, constraint: { kind: 'none' } };
+  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
@@ -56,6 +59,20 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     chat: plain,
     toolParser: jsonToolCallParser(tools.map((t) => t.function.name)),
     constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
+  };
+}
+
+/**
+ * Without parallel_tool_calls the answer holds one call. llama.cpp's grammar
+ * for per-call formats (Qwen's <tool_call>) still allows several, so the
+ * parsed result keeps the first.
+ */
+function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
+  return {
+    parse(text, partial) {
+      const out = parser.parse(text, partial);
+      return out.toolCalls.length > 1 ? { ...out, toolCalls: out.toolCalls.slice(0, 1) } : out;
+    },
   };
 }
 
