@@ -59,6 +59,10 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
         expectListed(text.split(' '), finish, true);
       }
     }
+    // The messages dialect maps the same fields onto the same constraint.
+    const m = await postJson(`${srv.url}/v1/messages`, { max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }], svc_lexicon_strict: true });
+    expect(m.status).toBe(200);
+    expectListed(m.json.content[0].text.split(' '), m.json.stop_reason === 'max_tokens' ? 'length' : 'stop', true);
   });
 
   it('refuses a lexicon combined with another constraint or with tools', async () => {

@@ -106,6 +106,9 @@ describe('logprobs (stories260K)', () => {
     await expect(client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'x' }], logprobs: true, stream: true })).rejects.toMatchObject({ status: 400 });
     const completions = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', logprobs: 21 });
     expect(completions.status).toBe(400);
+    const completionsStream = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', logprobs: 2, stream: true });
+    expect(completionsStream.status).toBe(400);
+    expect(completionsStream.json.error.message).toBe('logprobs is not supported with stream: true');
   });
 
   it('/v1/completions logprobs: tokens, token_logprobs, top_logprobs per position, text_offset', async () => {

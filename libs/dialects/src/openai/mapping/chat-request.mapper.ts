@@ -35,6 +35,8 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
 /** Completions DTO → the core request (raw prompt continuation). */
 export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortSignal): GenerationRequest {
   checkN(d.n);
+  // Refused rather than silently dropped: the streamed chunks carry no logprobs.
+  if (d.logprobs !== undefined && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
   const prompt = Array.isArray(d.prompt) ? d.prompt : [d.prompt];
   if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
   return {
