@@ -34,8 +34,12 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
     await srv?.stop();
   });
 
-  it('logs the loaded word list at startup', () => {
+  it('logs the loaded word list at startup; an unreadable or empty list stops the server', async () => {
     expect(srv.logs()).toMatch(/lexicon: 27 words from .*words\.txt \(1 lines that are not one word skipped\)/);
+    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', '/nonexistent/words.txt'])).rejects.toThrow(/svc: cannot read the -lexicon file \/nonexistent\/words\.txt/);
+    const empty = join(mkdtempSync(join(tmpdir(), 'svc-lexicon-')), 'empty.txt');
+    writeFileSync(empty, '# nothing\n123\n');
+    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', empty])).rejects.toThrow(/holds no words/);
   });
 
   it('svc_lexicon: every run of letters is a listed word, on chat and completions', async () => {
