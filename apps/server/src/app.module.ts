@@ -10,16 +10,19 @@ import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
 import { ServerConfig, SERVER_CONFIG } from './config/server-config';
+import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
 
 /** The application: the engine plus one module per feature, chosen by the flags. */
 @Module({})
 export class AppModule {
   static forRoot(config: ServerConfig, backend: InferenceBackend): DynamicModule {
     const catalog = new ModelCatalog({ defaultModel: config.defaultModel, storeDir: config.storeDir });
+    // Read at boot so a bad word list stops the server instead of failing requests.
+    const lexicon = config.features.lexicon ? Lexicon.fromFile(config.features.lexicon) : undefined;
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, ContextsModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -12,6 +12,8 @@ import { validationPipe } from '../../../libs/http/src/validation';
 import { BootState } from '../../../libs/observability/src/boot-state';
 import { MetricsService } from '../../../libs/observability/src/metrics.service';
 import { AppModule } from './app.module';
+import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
+import { LEXICON } from '../../../libs/engine/src/engine.service';
 import { ModelCatalog } from '../../../libs/store/src/catalog';
 import { snapshotBodyLimit } from '../../../libs/contexts/src/contexts.service';
 import { BODY_LIMIT, ServerConfig } from './config/server-config';
@@ -50,6 +52,8 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
       },
     },
   ]);
+  const lexicon = app.get<Lexicon | null>(LEXICON);
+  if (lexicon) log.log(`lexicon: ${lexicon.words.length} words from ${config.features.lexicon}${lexicon.skipped ? ` (${lexicon.skipped} lines that are not one word skipped)` : ''}`);
   const metrics = app.get(MetricsService);
   fastify.addHook('onResponse', (req, reply, done) => {
     metrics.observeHttp(req.method, req.routeOptions?.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);

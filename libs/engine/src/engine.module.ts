@@ -2,7 +2,8 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { ModelCatalog } from '../../store/src/catalog';
 import { InferenceBackend } from './backend/inference-backend';
 import { EngineConfig, ENGINE_CONFIG } from './engine-config';
-import { EngineService } from './engine.service';
+import { Lexicon } from './constraints/lexicon';
+import { EngineService, LEXICON } from './engine.service';
 import { ModelManager } from './models/model-manager';
 
 export interface EngineModuleOptions {
@@ -10,6 +11,8 @@ export interface EngineModuleOptions {
   catalog: ModelCatalog;
   /** Built by the caller (the server picks the addon at boot; tests may pass a fake). */
   backend: InferenceBackend;
+  /** The -lexicon word list, loaded at boot. */
+  lexicon?: Lexicon;
 }
 
 /** The engine library as a Nest module: backend, catalog, model manager, engine service. */
@@ -23,10 +26,11 @@ export class EngineModule {
         { provide: ENGINE_CONFIG, useValue: o.engine },
         { provide: InferenceBackend, useValue: o.backend },
         { provide: ModelCatalog, useValue: o.catalog },
+        { provide: LEXICON, useValue: o.lexicon ?? null },
         { provide: ModelManager, useFactory: (b: InferenceBackend, c: ModelCatalog) => new ModelManager(b, c, o.engine), inject: [InferenceBackend, ModelCatalog] },
         EngineService,
       ],
-      exports: [ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EngineService],
+      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EngineService],
     };
   }
 }

@@ -1,5 +1,7 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { NativeSamplerOptions } from './backend/native-addon';
+import { describeGbnfProblem } from './constraints/gbnf-check';
+import { Lexicon } from './constraints/lexicon';
 import { InvalidRequestError } from './core/errors';
 import { GenerationEvent } from './core/generation-events';
 import { ContextRef, GenerationRequest, OutputConstraint, PromptInput, SamplingParams } from './core/generation-request';
@@ -8,6 +10,9 @@ import { LoadedModel } from './models/loaded-model';
 import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { renderPrompt } from './prompt/prompt-renderer';
+
+/** The -lexicon word list, when the server loaded one. */
+export const LEXICON = Symbol('LEXICON');
 
 export interface GenerationHandle {
   model: LoadedModel;
@@ -24,28 +29,32 @@ export interface GenerationHandle {
  */
 @Injectable()
 export class EngineService implements OnApplicationShutdown {
-  constructor(@Inject(ModelManager) readonly models: ModelManager) {}
+  constructor(
+    @Inject(ModelManager) readonly models: ModelManager,
+    @Optional() @Inject(LEXICON) private readonly lexicon?: Lexicon | null,
+  ) {}
 
   async generate(req: GenerationRequest): Promise<GenerationHandle> {
+    const requested = this.resolveLexicon(req);
     const lm = await this.models.acquire(req.model);
     this.refuseEncoder(lm);
-    const rendered = renderPrompt(lm.native, req.prompt, req.constraint);
+    const rendered = renderPrompt(lm.native, req.prompt, requested);
     const tokens = await lm.native.tokenize(rendered.text, true, true);
     if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
     const limit = lm.scheduler.nCtxSeq;
     if (tokens.length + 1 > limit) {
       throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per request`);
     }
-    const constraint = rendered.constraint ?? req.constraint;
+    const constraint = rendered.constraint ?? requested;
     let sampler;
     try {
       sampler = lm.ctx.createSampler({
         ...samplerOptions(req.sampling, constraint),
         // The chat params carry the tool grammar and its triggers.
-        chat: rendered.toolParser === rendered.chat ? rendered.chat : undefined,
+        chat: rendered.toolGrammar ? rendered.chat : undefined,
       });
     } catch (err) {
-      throw new InvalidRequestError((err as Error).message);
+      throw new InvalidRequestError(samplerError(err as Error, constraint));
     }
     let kept: KvContext | undefined;
     let session: SessionBinding | undefined;
@@ -112,9 +121,28 @@ export class EngineService implements OnApplicationShutdown {
     await this.models.close();
   }
 
+  /** svc_lexicon becomes the word list's grammar; refused where it cannot apply. */
+  private resolveLexicon(req: GenerationRequest): OutputConstraint {
+    const c = req.constraint;
+    if (c.kind !== 'lexicon') return c;
+    if (!this.lexicon) throw new InvalidRequestError('svc_lexicon needs a word list: start the server with -lexicon <file>');
+    const p = req.prompt;
+    // A tool call has its own grammar; the two cannot both hold.
+    if (p.kind === 'chat' && (p.tools?.length ?? 0) > 0 && p.toolChoice !== 'none') {
+      throw new InvalidRequestError('svc_lexicon cannot be combined with tools (unless tool_choice is none): a request takes one output constraint');
+    }
+    return { kind: 'grammar', gbnf: c.strict ? this.lexicon.strictGrammar : this.lexicon.grammar };
+  }
+
   private refuseEncoder(lm: LoadedModel): void {
     if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
   }
+}
+
+/** llama.cpp says only "failed to parse grammar": name the problem for a caller's own grammar. */
+function samplerError(err: Error, c: OutputConstraint): string {
+  const problem = c.kind === 'grammar' && /parse grammar/.test(err.message) ? describeGbnfProblem(c.gbnf) : undefined;
+  return problem ? `invalid grammar: ${problem}` : err.message;
 }
 
 /** Maps core sampling parameters and constraints onto llama.cpp's sampler options. */
@@ -142,6 +170,7 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
   if (c.kind === 'json') o.jsonSchema = '{"type":"object"}';
   else if (c.kind === 'json_schema') o.jsonSchema = JSON.stringify(c.schema);
   else if (c.kind === 'grammar') o.grammar = c.gbnf;
+  else if (c.kind === 'lexicon') throw new InvalidRequestError('svc_lexicon reached the sampler unresolved');
   for (const k of Object.keys(o) as Array<keyof NativeSamplerOptions>) if (o[k] === undefined) delete o[k];
   return o;
 }

@@ -30,6 +30,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'context-slots', kind: 'int', help: 'KV contexts kept in memory at once; idle ones beyond it are spilled to disk (default 128)' },
   { name: 'memory-budget', kind: 'string', help: 'memory resident models may use, e.g. 8GiB (default: total memory minus 2 GiB)', env: 'SVC_MEMORY_BUDGET' },
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
+  { name: 'lexicon', kind: 'string', help: 'word list (one word a line) for svc_lexicon and svc_lexicon_strict' },
   // Spec flags (features of later modules; accepted and validated now).
   { name: 'embed', kind: 'string', help: 'encoder model for embeddings and retrieval' },
   { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes' },
@@ -45,7 +46,6 @@ export const FLAGS: FlagDef[] = [
   { name: 'context-key', kind: 'string', help: 'seal snapshot and export files with this key', env: 'SVC_CONTEXT_KEY' },
   { name: 'profile', kind: 'string', help: 'enterprise: the stricter profile' },
   { name: 'allow-legacy-snapshots', kind: 'bool', help: 'accept snapshots from before 0.3.0' },
-  { name: 'lexicon', kind: 'string', help: 'word list for the svc_lexicon constraint' },
   { name: 'api-key', kind: 'list', help: 'accept this API key (repeatable)', env: 'SVC_API_KEY' },
   // Authentication, markings and TLS client certificates (libs/auth/README.md).
   { name: 'callers', kind: 'string', help: 'callers file (JSON or YAML): named callers, key hashes, clearances' },

@@ -47,8 +47,23 @@ export function stopsFrom(stop: string | string[] | undefined): string[] {
   return (Array.isArray(stop) ? stop : [stop]).filter((s) => s.length > 0);
 }
 
-/** svc_schema wins over svc_grammar, svc_format and the dialect's own format field. */
-export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstraint): OutputConstraint {
+/**
+ * svc_schema wins over svc_grammar, svc_format and the dialect's own format
+ * field. The lexicon combines with none of them (refused rather than guessed).
+ */
+export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstraint, formatField = 'response_format'): OutputConstraint {
+  if (d.svc_lexicon || d.svc_lexicon_strict) {
+    const lexicon = d.svc_lexicon_strict ? 'svc_lexicon_strict' : 'svc_lexicon';
+    const others = [
+      d.svc_schema && 'svc_schema',
+      d.svc_grammar !== undefined && 'svc_grammar',
+      d.grammar !== undefined && 'grammar',
+      d.svc_format !== undefined && 'svc_format',
+      dialectFormat.kind !== 'none' && formatField,
+    ].filter((x): x is string => typeof x === 'string');
+    if (others.length) throw new InvalidRequestError(`${lexicon} cannot be combined with ${others.join(', ')}: a request takes one output constraint`);
+    return { kind: 'lexicon', strict: d.svc_lexicon_strict === true };
+  }
   if (d.svc_schema) return { kind: 'json_schema', schema: d.svc_schema };
   const gbnf = d.svc_grammar ?? d.grammar;
   if (gbnf) return { kind: 'grammar', gbnf };

@@ -72,7 +72,9 @@ export type OutputConstraint =
   | { kind: 'none' }
   | { kind: 'json' }
   | { kind: 'json_schema'; schema: unknown }
-  | { kind: 'grammar'; gbnf: string };
+  | { kind: 'grammar'; gbnf: string }
+  /** The -lexicon word list (libs/engine/src/constraints/lexicon.ts); strict = listed words and single spaces only. */
+  | { kind: 'lexicon'; strict: boolean };
 
 export interface GenerationRequest {
   /** Requested model name ('' = default). Resolved by the engine service. */

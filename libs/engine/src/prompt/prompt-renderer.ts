@@ -1,6 +1,6 @@
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
-import { CoreMessage, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
+import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
@@ -10,6 +10,8 @@ export interface RenderedPrompt {
   chat?: NativeChatPrompt;
   /** Set when the output is parsed for tool calls. */
   toolParser?: ToolOutputParser;
+  /** Sample with the chat params' own tool grammar, triggers and preserved tokens. */
+  toolGrammar?: boolean;
   /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
   constraint?: OutputConstraint;
 }
@@ -22,7 +24,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
     throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
-  const tools = prompt.tools ?? [];
+  const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
   const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
@@ -45,8 +47,9 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   if (!useTools) return { text: chat.prompt, chat };
   // A template that knows tools renders them (llama.cpp probes its caps the same way).
   const templateHasTools = tools.some((t) => chat.prompt.includes(t.function.name));
-  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: chat, constraint: { kind: 'none' } };
-  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: chat };
+  const parser = prompt.parallelToolCalls ? chat : firstCallOnly(chat);
+  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true, constraint: { kind: 'none' } };
+  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
@@ -57,6 +60,28 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     toolParser: jsonToolCallParser(tools.map((t) => t.function.name)),
     constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
   };
+}
+
+/**
+ * Without parallel_tool_calls the answer holds one call. llama.cpp's grammar
+ * for per-call formats (Qwen's <tool_call>) still allows several, so the
+ * parsed result keeps the first.
+ */
+function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
+  return {
+    parse(text, partial) {
+      const out = parser.parse(text, partial);
+      return out.toolCalls.length > 1 ? { ...out, toolCalls: out.toolCalls.slice(0, 1) } : out;
+    },
+  };
+}
+
+/** A named tool choice: the template sees only that tool, so the call grammar can produce nothing else. */
+function forcedTools(tools: CoreTool[], choice: CoreToolChoice | undefined): CoreTool[] {
+  if (!choice || typeof choice !== 'object') return tools;
+  const named = tools.filter((t) => t.function.name === choice.name);
+  if (named.length === 0) throw new InvalidRequestError(`tool_choice names the function "${choice.name}", which is not among the tools`);
+  return named;
 }
 
 function toolChoiceText(choice: CoreToolChoice | undefined): string {

@@ -124,8 +124,10 @@ export class Sequence {
     if (this.spec.toolParser) {
       const parsed = this.spec.toolParser.parse(this.rawText, false);
       this.emitContent(parsed.content);
-      if (parsed.toolCalls.length > 0) {
-        const calls: ToolCallEvent[] = parsed.toolCalls.map((c, index) => ({
+      // Cut by max_tokens: a call still being written is dropped, never sent with broken arguments.
+      const complete = reason === 'length' ? parsed.toolCalls.filter((c) => isJson(c.arguments)) : parsed.toolCalls;
+      if (complete.length > 0) {
+        const calls: ToolCallEvent[] = complete.map((c, index) => ({
           index,
           id: c.id || `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
           name: c.name,
@@ -204,6 +206,15 @@ function compactJson(text: string): string {
     return JSON.stringify(JSON.parse(text));
   } catch {
     return text;
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

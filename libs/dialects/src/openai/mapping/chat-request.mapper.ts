@@ -2,6 +2,7 @@ import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
 import { checkMessages, constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto } from '../protocol/chat-completion.dto';
+import { toCorePart } from './content-parts';
 import { CompletionRequestDto } from '../protocol/completion.dto';
 
 export const CHAT_DEFAULT_MAX_TOKENS = 512;
@@ -34,6 +35,8 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
 /** Completions DTO → the core request (raw prompt continuation). */
 export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortSignal): GenerationRequest {
   checkN(d.n);
+  // Refused rather than silently dropped: the streamed chunks carry no logprobs.
+  if (d.logprobs !== undefined && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
   const prompt = Array.isArray(d.prompt) ? d.prompt : [d.prompt];
   if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
   return {
@@ -71,32 +74,11 @@ function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessage {
     throw new InvalidRequestError(`cannot parse request: messages[${i}].content must be a string or an array of parts`);
   }
   const out: CoreMessage = { role: m.role as string, content: (content ?? '') as CoreMessage['content'] };
-  if (Array.isArray(content)) out.content = content.map((p, j) => toPart(p, i, j));
+  if (Array.isArray(content)) out.content = content.map((p, j) => toCorePart(p, i, j));
   if (typeof m.name === 'string') out.name = m.name;
   if (Array.isArray(m.tool_calls)) out.tool_calls = m.tool_calls as CoreMessage['tool_calls'];
   if (typeof m.tool_call_id === 'string') out.tool_call_id = m.tool_call_id;
   return out;
-}
-
-const PART_TYPES = new Set(['text', 'image_url', 'file', 'video_url', 'video', 'input_audio']);
-
-function toPart(p: unknown, i: number, j: number): Exclude<CoreMessage['content'], string | null>[number] {
-  const part = p as { type?: string; text?: unknown };
-  if (!part || typeof part !== 'object' || typeof part.type !== 'string' || !PART_TYPES.has(part.type)) {
-    throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}].type must be one of text, image_url, file, video_url, video`);
-  }
-  if (part.type === 'text') {
-    if (typeof part.text !== 'string') throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}].text must be a string`);
-    return { type: 'text', text: part.text };
-  }
-  // Media parts reach the engine, which refuses them for a model without a vision projector.
-  const kinds = { image_url: 'image', file: 'file', video_url: 'video', video: 'video', input_audio: 'audio' } as const;
-  const kind = kinds[part.type as keyof typeof kinds];
-  const body = (p as Record<string, unknown>)[part.type] as { url?: unknown; file_data?: unknown; data?: unknown } | string | undefined;
-  const url = typeof body === 'string' ? body : typeof body?.url === 'string' ? body.url : undefined;
-  const data = typeof body === 'object' && typeof (body.file_data ?? body.data) === 'string' ? String(body.file_data ?? body.data) : undefined;
-  if (!url && !data) throw new InvalidRequestError(`cannot parse request: messages[${i}].content[${j}] has no ${part.type} url or data`);
-  return { type: 'media', kind, url, data };
 }
 
 function toCoreTool(t: Record<string, unknown>, i: number): CoreTool {

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { GenerationEvent, TokenLogprob } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, newId, nowSeconds } from '../../shared/collect';
@@ -40,13 +41,18 @@ export class CompletionRenderer {
   }
 }
 
-/** The legacy logprobs member: parallel arrays plus character offsets into the text. */
+/**
+ * The legacy logprobs member: parallel arrays plus character offsets into the
+ * text. Offsets follow the decoded bytes, so a character split across tokens
+ * counts once, at the token that completes it.
+ */
 export function completionLogprobs(lps: TokenLogprob[]): unknown {
+  const decoder = new StringDecoder('utf8');
   let offset = 0;
   const text_offset: number[] = [];
   for (const l of lps) {
     text_offset.push(offset);
-    offset += l.token.startsWith('bytes:') ? 0 : l.token.length;
+    offset += decoder.write(Buffer.from(l.bytes)).length;
   }
   return {
     tokens: lps.map((l) => l.token),

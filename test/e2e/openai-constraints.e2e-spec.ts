@@ -1,0 +1,224 @@
+import OpenAI from 'openai';
+import Ajv from 'ajv';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const WORDS = ['Once', 'upon', 'a', 'time', 'there', 'was', 'little', 'girl', 'named', 'Lily', 'She', 'she', 'loved', 'to', 'play', 'in', 'the', 'park', 'and', 'he', 'with', 'her', 'big', 'dog', 'day', 'happy', 'saw'];
+
+/** Every word is listed; a word still open when max_tokens cut the output need only start a listed word. */
+function expectListed(words: string[], finish: string, lastOpen: boolean): void {
+  words.forEach((w, i) => {
+    if (finish === 'length' && lastOpen && i === words.length - 1) expect(WORDS.some((l) => l.startsWith(w))).toBe(true);
+    else expect(WORDS).toContain(w);
+  });
+}
+
+/** Text constraints on a real small model (stories260K): lexicon and GBNF grammars. */
+describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-lexicon-'));
+    const file = join(dir, 'words.txt');
+    writeFileSync(file, `# test list\n${WORDS.join('\n')}\ndon't\n`);
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-lexicon', file]);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('logs the loaded word list at startup; an unreadable or empty list stops the server', async () => {
+    expect(srv.logs()).toMatch(/lexicon: 27 words from .*words\.txt \(1 lines that are not one word skipped\)/);
+    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', '/nonexistent/words.txt'])).rejects.toThrow(/svc: cannot read the -lexicon file \/nonexistent\/words\.txt/);
+    const empty = join(mkdtempSync(join(tmpdir(), 'svc-lexicon-')), 'empty.txt');
+    writeFileSync(empty, '# nothing\n123\n');
+    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', empty])).rejects.toThrow(/holds no words/);
+  });
+
+  it('svc_lexicon: every run of letters is a listed word, on chat and completions', async () => {
+    for (const seed of [1, 2, 3, 4]) {
+      const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 40, temperature: 1, seed, svc_lexicon: true } as any);
+      const chat: any = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Tell a story' }], max_tokens: 40, temperature: 1, seed, svc_lexicon: true } as any);
+      for (const [text, finish] of [[c.choices[0].text, c.choices[0].finish_reason], [chat.choices[0].message.content, chat.choices[0].finish_reason]]) {
+        const runs: string[] = text.match(/[A-Za-z]+/g) ?? [];
+        expect(runs.length).toBeGreaterThan(3);
+        expectListed(runs, finish, /[A-Za-z]$/.test(text));
+      }
+    }
+  });
+
+  it('svc_lexicon_strict: listed words separated by single spaces, nothing else', async () => {
+    for (const seed of [1, 2, 3]) {
+      const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 30, temperature: 1, seed, svc_lexicon_strict: true } as any);
+      const chat: any = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 30, temperature: 1, seed, svc_lexicon: true, svc_lexicon_strict: true } as any);
+      for (const [text, finish] of [[c.choices[0].text, c.choices[0].finish_reason], [chat.choices[0].message.content, chat.choices[0].finish_reason]]) {
+        expect(text).toMatch(/^[A-Za-z]+( [A-Za-z]+)*$/);
+        expectListed(text.split(' '), finish, true);
+      }
+    }
+    // The messages dialect maps the same fields onto the same constraint.
+    const m = await postJson(`${srv.url}/v1/messages`, { max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }], svc_lexicon_strict: true });
+    expect(m.status).toBe(200);
+    expectListed(m.json.content[0].text.split(' '), m.json.stop_reason === 'max_tokens' ? 'length' : 'stop', true);
+  });
+
+  it('refuses a lexicon combined with another constraint or with tools', async () => {
+    const base = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, svc_lexicon: true };
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ svc_schema: { type: 'object' } }, /^svc_lexicon cannot be combined with svc_schema: a request takes one output constraint$/],
+      [{ grammar: 'root ::= "a"' }, /^svc_lexicon cannot be combined with grammar/],
+      [{ svc_format: 'json' }, /^svc_lexicon cannot be combined with svc_format/],
+      [{ response_format: { type: 'json_object' } }, /^svc_lexicon cannot be combined with response_format/],
+      [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }, /^svc_lexicon cannot be combined with tools/],
+    ];
+    for (const [extra, message] of cases) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { ...base, ...extra });
+      expect(r.status).toBe(400);
+      expect(r.json.error.message).toMatch(message);
+    }
+    const ok = await postJson(`${srv.url}/v1/chat/completions`, { ...base, response_format: { type: 'text' } });
+    expect(ok.status).toBe(200);
+  });
+
+  const YES_NO = 'root ::= answer (" " answer){0,5} "."\nanswer ::= "yes" | "no"';
+  const YES_NO_RE = /^(yes|no)( (yes|no)){0,5}\.$/;
+
+  it('svc_grammar and grammar: the output matches the grammar', async () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const chat: any = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 40, temperature: 1, seed, svc_grammar: YES_NO } as any);
+      expect(chat.choices[0].message.content).toMatch(YES_NO_RE);
+      expect(chat.choices[0].finish_reason).toBe('stop');
+      const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 40, temperature: 1, seed, grammar: YES_NO } as any);
+      expect(c.choices[0].text).toMatch(YES_NO_RE);
+    }
+  });
+
+  it('svc_format json and response_format json_object give valid JSON', async () => {
+    const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 60, svc_format: 'json' } as any);
+    expect(c.choices[0].finish_reason).toBe('stop');
+    expect(typeof JSON.parse(c.choices[0].text)).toBe('object');
+    const chat = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'JSON please' }], max_tokens: 60, response_format: { type: 'json_object' } });
+    expect(chat.choices[0].finish_reason).toBe('stop');
+    expect(typeof JSON.parse(chat.choices[0].message.content!)).toBe('object');
+  });
+
+  it('an invalid grammar is a 400 naming the problem', async () => {
+    const cases: Array<[string, string]> = [
+      ['root ::= "abc', 'invalid grammar: line 1, column 14: unexpected end of input inside a string literal'],
+      ['root ::= answer', 'invalid grammar: line 1, column 10: undefined rule "answer"'],
+      ['start ::= "a"', "invalid grammar: grammar does not contain a 'root' symbol"],
+    ];
+    for (const [gbnf, message] of cases) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], svc_grammar: gbnf });
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error: { message, type: 'Bad Request' } });
+      await expect(client.completions.create({ model: '', prompt: 'x', grammar: gbnf } as any)).rejects.toMatchObject({ status: 400 });
+    }
+    expect(srv.proc.exitCode).toBeNull();
+  });
+});
+
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    color: { type: 'string', enum: ['red', 'green', 'blue'] },
+    // Bounded: llama.cpp's grammar for a bare "number" allows exponents past double range (1e900 parses as Infinity).
+    size: { type: 'integer', minimum: 1, maximum: 500 },
+    ok: { type: 'boolean' },
+  },
+  required: ['color', 'size', 'ok'],
+  additionalProperties: false,
+};
+
+/** JSON Schema constraints on a synthetic chat model: random weights, so only the constraint makes the output valid. */
+describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+  const validate = new Ajv({ strict: true }).compile(SCHEMA);
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-threads', '2']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  }, 600_000);
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('response_format json_schema: the output validates for 20 different seeds', async () => {
+    const texts = new Set<string>();
+    for (let seed = 1; seed <= 20; seed++) {
+      const r = await client.chat.completions.create({
+        model: '',
+        messages: [{ role: 'user', content: 'Describe a thing' }],
+        max_tokens: 200,
+        temperature: 1,
+        seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'thing', schema: SCHEMA, strict: true } },
+      });
+      expect(r.choices[0].finish_reason).toBe('stop');
+      const value = JSON.parse(r.choices[0].message.content!);
+      expect(validate(value)).toBe(true);
+      texts.add(r.choices[0].message.content!);
+    }
+    // Different seeds sample different valid objects: the schema constrains, it does not fix the answer.
+    expect(texts.size).toBeGreaterThan(10);
+  });
+
+  it('svc_schema wins over response_format', async () => {
+    const other = { type: 'object', properties: { n: { type: 'integer', enum: [7, 8] } }, required: ['n'], additionalProperties: false };
+    for (const seed of [1, 2, 3]) {
+      const r: any = await client.chat.completions.create({
+        model: '',
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 200,
+        temperature: 1,
+        seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'thing', schema: SCHEMA } },
+        svc_schema: other,
+      } as any);
+      expect([7, 8]).toContain(JSON.parse(r.choices[0].message.content).n);
+    }
+  });
+
+  it('svc_schema on /v1/completions', async () => {
+    const r: any = await client.completions.create({ model: '', prompt: 'x', max_tokens: 200, temperature: 1, seed: 5, svc_schema: SCHEMA } as any);
+    expect(validate(JSON.parse(r.choices[0].text))).toBe(true);
+  });
+
+  it('an invalid schema is a 400 naming the problem', async () => {
+    const bad = { type: 'object', properties: { a: { $ref: '#/definitions/missing' } } };
+    const r = await postJson(`${srv.url}/v1/chat/completions`, {
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: bad } },
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toMatch(/^invalid JSON schema: .*#\/definitions\/missing/s);
+    const s = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], svc_schema: { type: 'strange' } });
+    expect(s.status).toBe(400);
+    expect(s.json.error.message).toMatch(/^invalid JSON schema: .*Unrecognized schema/s);
+    const notObject = await postJson(`${srv.url}/v1/chat/completions`, {
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'no' } },
+    });
+    expect(notObject.status).toBe(400);
+    expect(notObject.json.error.message).toBe('response_format.json_schema.schema must be a JSON Schema object');
+    const kind = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'yaml' } });
+    expect(kind.status).toBe(400);
+    expect(kind.json.error.message).toMatch(/^response_format.type must be text, json_object or json_schema/);
+  });
+
+  it('svc_lexicon without -lexicon is a 400', async () => {
+    const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], svc_lexicon: true });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toBe('svc_lexicon needs a word list: start the server with -lexicon <file>');
+    const c = await postJson(`${srv.url}/v1/completions`, { prompt: 'x', svc_lexicon_strict: true });
+    expect(c.status).toBe(400);
+  });
+});

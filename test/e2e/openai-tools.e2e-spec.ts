@@ -1,0 +1,160 @@
+import OpenAI from 'openai';
+import Ajv from 'ajv';
+import { syntheticModel } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(300_000);
+
+const WEATHER = {
+  type: 'object',
+  properties: { city: { type: 'string', enum: ['Paris', 'Rome'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+  required: ['city', 'days'],
+  additionalProperties: false,
+};
+const TIME = { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false };
+const TOOLS: OpenAI.Chat.ChatCompletionTool[] = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: WEATHER } },
+  { type: 'function', function: { name: 'get_time', description: 'The time in a zone', parameters: TIME } },
+];
+const ajv = new Ajv({ strict: true });
+const validArgs: Record<string, (v: unknown) => boolean> = { get_weather: ajv.compile(WEATHER), get_time: ajv.compile(TIME) };
+const USER: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris for 3 days?' }];
+
+/** A forced call is parseable, names one of the tools and has arguments valid for that tool's schema. */
+function expectValidCall(r: OpenAI.Chat.ChatCompletion, only?: string): OpenAI.Chat.ChatCompletionMessageToolCall {
+  const choice = r.choices[0];
+  expect(choice.finish_reason).toBe('tool_calls');
+  expect(choice.message.tool_calls).toHaveLength(1);
+  const call = choice.message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+  expect(call.type).toBe('function');
+  expect(call.id).toMatch(/^call_/);
+  if (only) expect(call.function.name).toBe(only);
+  expect(Object.keys(validArgs)).toContain(call.function.name);
+  expect(validArgs[call.function.name](JSON.parse(call.function.arguments))).toBe(true);
+  return call;
+}
+
+/** Qwen2.5's real template: tools rendered by the template, calls constrained by llama.cpp's call grammar. */
+describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', syntheticModel('qwen2.5-tiny'), '-threads', '2']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  }, 600_000);
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('tool_choice required yields a parseable call with valid arguments, for several seeds', async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 1, seed });
+      expectValidCall(r);
+    }
+  });
+
+  it('a named function choice calls that function', async () => {
+    for (const name of ['get_time', 'get_weather']) {
+      const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name } }, max_tokens: 200, temperature: 0 });
+      expectValidCall(r, name);
+    }
+    const unknown = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.json.error.message).toBe('tool_choice names the function "nope", which is not among the tools');
+  });
+
+  it('one call unless parallel_tool_calls is true', async () => {
+    const body = { model: '', messages: USER, tools: TOOLS, tool_choice: 'required' as const, max_tokens: 200, temperature: 0 };
+    // This random model writes two calls when the grammar lets it (llama.cpp's per-call grammar always does).
+    const parallel = await client.chat.completions.create({ ...body, parallel_tool_calls: true });
+    const calls = parallel.choices[0].message.tool_calls!;
+    expect(calls.length).toBeGreaterThan(1);
+    expect(new Set(calls.map((c) => c.id)).size).toBe(calls.length);
+    for (const c of calls as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[]) expect(validArgs[c.function.name](JSON.parse(c.function.arguments))).toBe(true);
+    expectValidCall(await client.chat.completions.create({ ...body, parallel_tool_calls: false }));
+  });
+
+  it('tool_choice none never calls', async () => {
+    const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
+    expect(r.choices[0].message.tool_calls).toBeUndefined();
+    expect(r.choices[0].finish_reason).not.toBe('tool_calls');
+    expect(typeof r.choices[0].message.content).toBe('string');
+  });
+
+  it('streamed tool calls arrive as deltas the client accumulates into the same call', async () => {
+    const body = { model: '', messages: USER, tools: TOOLS, tool_choice: 'required' as const, max_tokens: 200, temperature: 0 };
+    const whole = await client.chat.completions.create(body);
+    const call = expectValidCall(whole) as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    const final = await client.chat.completions.stream(body).finalChatCompletion();
+    expect(final.choices[0].finish_reason).toBe('tool_calls');
+    const streamed = final.choices[0].message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(streamed.function).toEqual(call.function);
+    expect(streamed.id).toMatch(/^call_/);
+    // And by hand: deltas keyed by index, arguments concatenated.
+    const stream = await client.chat.completions.create({ ...body, stream: true });
+    const acc: Record<number, { name: string; arguments: string }> = {};
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) {
+        acc[d.index] ??= { name: '', arguments: '' };
+        acc[d.index].name += d.function?.name ?? '';
+        acc[d.index].arguments += d.function?.arguments ?? '';
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(finish).toBe('tool_calls');
+    expect(acc).toEqual({ 0: call.function });
+  });
+
+  it('the next turn with the tool result continues, and its prompt is longer', async () => {
+    const first = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 200, temperature: 0 });
+    const call = expectValidCall(first, 'get_weather');
+    const second = await client.chat.completions.create({
+      model: '',
+      tools: TOOLS,
+      max_tokens: 16,
+      temperature: 0,
+      messages: [...USER, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"forecast": "sunny", "high_c": 21}' }],
+    });
+    expect(['stop', 'length', 'tool_calls']).toContain(second.choices[0].finish_reason);
+    expect(second.usage!.prompt_tokens).toBeGreaterThan(first.usage!.prompt_tokens);
+    // The template renders the tool result into the prompt.
+    const without = await client.chat.completions.create({ model: '', tools: TOOLS, max_tokens: 1, messages: [...USER, first.choices[0].message] });
+    expect(second.usage!.prompt_tokens).toBeGreaterThan(without.usage!.prompt_tokens);
+  });
+
+  it('refuses a malformed tool or tool_choice', async () => {
+    const bad = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.message).toMatch(/^cannot parse request: tools\[0\]/);
+    const choice = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: TOOLS, tool_choice: 'sometimes' });
+    expect(choice.status).toBe(400);
+    expect(choice.json.error.message).toMatch(/^tool_choice must be auto, none, required or a named function/);
+  });
+});
+
+/** qwen2-tiny's template has no tool format: the forced call goes through the JSON-call fallback. */
+describe('forced tool calls without a template tool format (synthetic qwen2-tiny)', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-threads', '2']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  }, 600_000);
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('tool_choice required and a named function yield valid calls', async () => {
+    for (const seed of [1, 2]) {
+      expectValidCall(await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 1, seed }));
+    }
+    const named = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_time' } }, max_tokens: 200, temperature: 0 });
+    expectValidCall(named, 'get_time');
+    const final = await client.chat.completions.stream({ model: '', messages: USER, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 0 }).finalChatCompletion();
+    expect(final.choices[0].finish_reason).toBe('tool_calls');
+    expect(final.choices[0].message.tool_calls).toHaveLength(1);
+  });
+});

@@ -1,0 +1,67 @@
+import OpenAI from 'openai';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(120_000);
+
+/** A long shared system prompt (about 1,500 tokens on stories260K), distinct per tag. */
+function longSystem(tag: string): string {
+  const words = 'the little girl named Lily loved to play in the park with her big red ball and her friend Tom'.split(' ');
+  const out = [tag];
+  for (let i = 0; out.length < 1100; i++) out.push(words[(i * 7) % words.length]);
+  return out.join(' ');
+}
+
+type Usage = OpenAI.CompletionUsage & { svc_cached_prompt_tokens: number; svc_prefill_ms: number };
+
+/** The shared prefix cache: retained prompts are reused by the next request that starts with them. */
+describe('prefix cache (stories260K)', () => {
+  let srv: RunningServer;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const ask = async (system: string, question: string, extra: Record<string, unknown> = {}): Promise<Usage> => {
+    const r = await client.chat.completions.create({ model: '', max_tokens: 2, messages: [{ role: 'system', content: system }, { role: 'user', content: question }], ...extra } as any);
+    return r.usage as Usage;
+  };
+
+  it('the second of two requests sharing a long prefix reports cached tokens and a shorter prefill', async () => {
+    const system = longSystem('alpha');
+    const cold = await ask(system, 'first question');
+    const warm = await ask(system, 'second one');
+    expect(cold.prompt_tokens).toBeGreaterThan(1000);
+    expect(cold.prompt_tokens_details!.cached_tokens).toBeLessThan(20);
+    expect(warm.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
+    expect(warm.svc_cached_prompt_tokens).toBe(warm.prompt_tokens_details!.cached_tokens);
+    // Everything up to where the questions differ is shared.
+    expect(warm.prompt_tokens - warm.svc_cached_prompt_tokens).toBeLessThan(20);
+    expect(warm.svc_prefill_ms).toBeLessThan(0.8 * cold.svc_prefill_ms);
+  });
+
+  it('svc_retain_prefix false on the first request: the second reuses nothing of it', async () => {
+    const system = longSystem('beta');
+    const first = await ask(system, 'first question', { svc_retain_prefix: false });
+    const second = await ask(system, 'second one');
+    expect(first.prompt_tokens).toBeGreaterThan(1000);
+    // Only the template's opening tokens, shared with earlier prompts, can match.
+    expect(second.prompt_tokens_details!.cached_tokens).toBeLessThan(20);
+    // It retained by default, so a third reuses the second.
+    const third = await ask(system, 'third one');
+    expect(third.svc_cached_prompt_tokens).toBeGreaterThan(1000);
+  });
+
+  it('/v1/completions shares the same cache', async () => {
+    const prompt = longSystem('gamma');
+    const a = await client.completions.create({ model: '', prompt: `${prompt} one`, max_tokens: 2 });
+    const b = await client.completions.create({ model: '', prompt: `${prompt} two`, max_tokens: 2 });
+    expect(a.usage!.prompt_tokens_details?.cached_tokens ?? 0).toBeLessThan(20);
+    expect(b.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
+  });
+});
