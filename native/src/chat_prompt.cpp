@@ -6,6 +6,13 @@
 #include <regex>
 #include <stdexcept>
 
+// Per-call formats wrap calls in one_or_more(...) whatever parallel_tool_calls
+// says (tool-calls ::= (tool-call space)+): with parallel calls off, allow one.
+static std::string singleCall(const std::string & grammar) {
+  static const std::regex manyCalls(R"((^|\n)(tool-calls ::= )\((tool-call space)\)\+(\n|$))");
+  return std::regex_replace(grammar, manyCalls, "$1$2$3$4");
+}
+
 // llama.cpp's "required" tool grammar still lets the model write free text
 // before the call marker (root ::= ... until-N? tool-calls). A weak model may
 // then never reach the marker, so a forced call would never come: drop that
@@ -78,6 +85,7 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
     if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !st->params.grammar_lazy) {
       st->params.grammar = requireCallFirst(st->params.grammar);
     }
+    if (!inputs.parallel_tool_calls) st->params.grammar = singleCall(st->params.grammar);
 
     // Parser params as server-schema.cpp builds them from the chat params.
     st->parser = common_chat_parser_params(st->params);

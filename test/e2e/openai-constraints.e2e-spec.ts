@@ -101,10 +101,11 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
   });
 
   it('svc_format json and response_format json_object give valid JSON', async () => {
-    const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 60, svc_format: 'json' } as any);
+    // Greedy with room to spare: a sampled object may run past any small budget.
+    const c: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 200, temperature: 0, svc_format: 'json' } as any);
     expect(c.choices[0].finish_reason).toBe('stop');
     expect(typeof JSON.parse(c.choices[0].text)).toBe('object');
-    const chat = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'JSON please' }], max_tokens: 60, response_format: { type: 'json_object' } });
+    const chat = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'JSON please' }], max_tokens: 200, temperature: 0, response_format: { type: 'json_object' } });
     expect(chat.choices[0].finish_reason).toBe('stop');
     expect(typeof JSON.parse(chat.choices[0].message.content!)).toBe('object');
   });
