@@ -1,18 +1,12 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
-import { RunningServer, startServer } from './helpers/server';
+import { RunningServer, startServer, aliceAndBobCallers } from './helpers/server';
 
 jest.setTimeout(120_000);
 
 describe('contexts belong to their caller', () => {
   let srv: RunningServer;
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-callers-'));
-    const file = join(dir, 'callers.json');
-    writeFileSync(file, JSON.stringify({ callers: [{ name: 'alice', keys: ['alice-key'] }, { name: 'bob', keys: ['bob-key'] }] }));
-    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-callers', file]);
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-callers', aliceAndBobCallers()]);
   });
   afterAll(async () => {
     await srv?.stop();

@@ -107,7 +107,7 @@ describe('the no-model state', () => {
     expect(r.json).toEqual({ error: { message: 'this server has no model. Pull one: POST /api/pull', type: 'Service Unavailable' } });
     const c = await postJson(`${srv.url}/v1/completions`, { prompt: 'x' });
     expect(c.status).toBe(503);
-    const h = await (await fetch(`${srv.url}/healthz`)).json();
+    const h = (await (await fetch(`${srv.url}/healthz`)).json()) as any;
     expect(h.status).toBe('ok');
     expect(h.model).toBe('');
     const models = await (await fetch(`${srv.url}/v1/models`)).json();

@@ -141,12 +141,12 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
   });
 
   it('reports health, version, stats and metrics', async () => {
-    const h = await (await fetch(`${srv.url}/healthz`)).json();
+    const h = (await (await fetch(`${srv.url}/healthz`)).json()) as any;
     expect(h).toMatchObject({ status: 'ok', model: 'stories260K', version: '0.3.0', backend: 'cpu', vision: false });
     expect(h.id).toBe('sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d');
     expect(typeof h.instance).toBe('string');
     expect(await (await fetch(`${srv.url}/api/version`)).json()).toEqual({ version: '0.3.0' });
-    const stats = await (await fetch(`${srv.url}/v1/stats`)).json();
+    const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
     expect(stats.model).toBe('stories260K');
     expect(stats.generated_tokens).toBeGreaterThan(0);
     const m = await (await fetch(`${srv.url}/metrics`)).text();

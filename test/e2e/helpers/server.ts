@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,13 @@ export interface RunningServer {
   proc: ChildProcess;
   logs(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** A callers file naming alice and bob (keys `alice-key`, `bob-key`); returns its path. */
+export function aliceAndBobCallers(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-callers-')), 'callers.json');
+  writeFileSync(file, JSON.stringify({ callers: [{ name: 'alice', keys: ['alice-key'] }, { name: 'bob', keys: ['bob-key'] }] }));
+  return file;
 }
 
 export async function freePort(): Promise<number> {
