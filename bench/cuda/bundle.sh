@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=.dev
-rm -rf "$D" && mkdir -p "$D/llama-src/models"
+rm -rf "$D" && mkdir -p "$D/llama-src/models" "$D/models"
 SRC=${SVC_LLAMA_SRC:-$HOME/.cache/svc/src/llama.cpp}
 test -f build/native/cuda/svc_engine.node || { echo "build the CUDA addon first" >&2; exit 1; }
 test -f build/native/cuda/ref/llama-server || { echo "build with --reference-tools first" >&2; exit 1; }
@@ -24,4 +24,7 @@ cp package.json package-lock.json "$tmp/"
 mv "$tmp/nm.tar.xz" "$D/" && rm -rf "$tmp"
 cp -r "$SRC/gguf-py" "$D/llama-src/"
 cp "$SRC/models/ggml-vocab-qwen2.gguf" "$D/llama-src/models/"
+tar -cf - -C "$D" llama-src | xz -T2 -6 > "$D/llama-src.tar.xz" && rm -rf "$D/llama-src"
+# ../shared does not travel with the repo: the real test model goes along.
+cp "${SVC_MODELS_DIR:-../shared/models}/stories260K.gguf" "$D/models/"
 du -sh "$D"/*

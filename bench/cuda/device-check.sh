@@ -13,19 +13,20 @@ if ! command -v node >/dev/null || [[ "$(node -v)" != v20* ]]; then
 fi
 [ -d node_modules ] || tar -xJf $D/nm.tar.xz
 tar -xJf $D/cuda.tar.xz
+[ -d $D/llama-src ] || tar -xJf $D/llama-src.tar.xz -C $D
 for lib in libcublas.so.13 libcudart.so.13; do
   dir=$(dirname "$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -1)")
   export LD_LIBRARY_PATH=$dir:${LD_LIBRARY_PATH:-}
 done
-export SVC_LLAMA_SRC=$PWD/$D/llama-src SVC_CACHE_DIR=/tmp/svc-cache
+export SVC_LLAMA_SRC=$PWD/$D/llama-src SVC_CACHE_DIR=/tmp/svc-cache SVC_MODELS_DIR=$PWD/$D/models SVC_NO_DOWNLOAD=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 node -v; nproc
 echo "== smoke (cuda addon)"
-node native/smoke.mjs --backend cuda 2>&1 | tee "$OUT/smoke.log" | tail -25
+timeout 120 node native/smoke.mjs --backend cuda --model "$SVC_MODELS_DIR/stories260K.gguf" 2>&1 | tee "$OUT/smoke.log" | tail -25
 echo "== dialects on the GPU"
-node bench/cuda/dialects.mjs 2>&1 | tee "$OUT/dialects.log"
+timeout 180 node bench/cuda/dialects.mjs 2>&1 | tee "$OUT/dialects.log"
 echo "== benchmark"
 T=${THREADS:-8}
-node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
+timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
   --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
   --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench.log" | tail -30
