@@ -90,6 +90,29 @@ describe('errors in the spec shape', () => {
       error: { message: `request body is ${declared} bytes; this server accepts 33554432`, type: 'Payload Too Large' },
     });
   });
+
+  it('413 for a chunked binary upload (no declared length) once it passes the route limit', async () => {
+    // /v1/contexts/import has its own limit (the largest context this model holds, at least 32 MiB).
+    const chunk = Buffer.alloc(1 << 20, 7);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 48) return controller.close();
+        sent++;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${srv.url}/v1/contexts/import`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    const json = (await res.json()) as { error: { message: string; type: string } };
+    expect(json.error.message).toMatch(/^request body is over \d+ bytes; this server accepts \d+$/);
+    expect(json.error.type).toBe('Payload Too Large');
+  });
 });
 
 describe('the no-model state', () => {

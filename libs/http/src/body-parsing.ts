@@ -9,6 +9,12 @@ export interface RouteLimit {
 
 /** Binary bodies (snapshots, exports) are parsed up to this; each route checks its own limit first. */
 const BINARY_MAX = 2 ** 31 - 1;
+/** The limit the onRequest hook decided for this request, for bodies without a declared length. */
+const ALLOWED = Symbol('svc.bodyLimit');
+
+function tooLarge(size: string, allowed: number): Error {
+  return Object.assign(new Error(`request body is ${size} bytes; this server accepts ${allowed}`), { statusCode: 413 });
+}
 
 /**
  * JSON bodies: 413 decided from Content-Length before anything is read, and
@@ -20,6 +26,7 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     const path = req.url.split('?')[0];
     const special = routeLimits.find((r) => r.pattern.test(path));
     const allowed = special ? special.limit(new URL(req.url, 'http://x')) : limit;
+    (req as unknown as Record<symbol, number>)[ALLOWED] = allowed;
     if (declared > allowed) {
       void reply
         .status(413)
@@ -29,7 +36,30 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     }
     done();
   });
-  fastify.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: BINARY_MAX }, (_req, body, done) => done(null, body));
+  // Counted as it arrives: a chunked upload (no Content-Length) meets the same limit.
+  fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) => {
+    const allowed = (req as unknown as Record<symbol, number>)[ALLOWED] ?? limit;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    payload.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > allowed) {
+        over = true;
+        chunks.length = 0;
+        done(tooLarge(`over ${allowed}`, allowed), undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    payload.on('end', () => {
+      if (!over) done(null, Buffer.concat(chunks, size));
+    });
+    payload.on('error', (err: Error) => {
+      if (!over) done(err, undefined);
+    });
+  });
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: limit }, (_req, body, done) => {
     const text = body as string;

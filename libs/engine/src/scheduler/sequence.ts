@@ -149,7 +149,7 @@ export class Sequence {
         completionTokens: this.generated.length,
         cachedPromptTokens: this.cachedTokens,
         prefillMs: round(prefillEnd - (this.prefillStart || this.queuedAt)),
-        decodeMs: round(this.firstTokenAt ? decodeEnd - this.firstTokenAt : 0),
+        decodeMs: round(this.firstTokenAt ? Math.max(0, decodeEnd - this.firstTokenAt) : 0),
       },
     });
     this.channel.close();
