@@ -11,15 +11,14 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, HOST } from './net.mjs';
 import { ensureModel } from '../test/fixtures/models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, '..');
-const HOST = '127.0.0.1';
 const CTX = 16384;
 const DEFAULT_SVC_CMD = `node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -ctx-size ${CTX} -concurrency 2 -cache-slots 0`;
 const STORY =
@@ -47,17 +46,6 @@ function parseArgs(argv) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, HOST, () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** One HTTP request; resolves with status, body bytes and wall milliseconds. */
 function request(port, method, p, body, type = 'application/json') {

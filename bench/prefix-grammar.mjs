@@ -11,15 +11,14 @@
 //    -lexicon word list, from the server's own svc_decode_ms / (completion_tokens - 1).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, HOST } from './net.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
-const HOST = '127.0.0.1';
 
 const STORY =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog, Max. ' +
@@ -60,16 +59,6 @@ async function modelPath(name) {
   return ensureModel(name, { quiet: false });
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, HOST, () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 async function startSvc(model, threads, lexicon) {
   const port = await freePort();

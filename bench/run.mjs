@@ -12,16 +12,15 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, HOST } from './net.mjs';
 import { refBin, llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, '..');
-const HOST = '127.0.0.1';
 
 const DEFAULT_SVC_CMD = 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}';
 
@@ -101,17 +100,6 @@ function parseArgs(argv) {
 // ---------------------------------------------------------------------------------------
 // processes
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, HOST, () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function splitCmd(cmd) {
   // whitespace split with simple '...' / "..." quoting
