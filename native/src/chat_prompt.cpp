@@ -63,6 +63,7 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
 
     const auto * tmpls = model->templates(optString(in, "templateOverride", ""));
     auto caps = common_chat_templates_get_caps(tmpls);
+    st->supportsTools = caps["supports_tools"];
     inputs.parallel_tool_calls = optBool(in, "parallelToolCalls", caps["supports_parallel_tool_calls"]);
 
     const bool cont = optBool(in, "continueFinalMessage", false);
@@ -127,6 +128,7 @@ ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatP
   ro("grammarLazy", Napi::Boolean::New(env, p.grammar_lazy));
   ro("additionalStops", stops);
   ro("generationPrompt", Napi::String::New(env, p.generation_prompt));
+  ro("supportsTools", Napi::Boolean::New(env, st_->supportsTools));
 }
 
 Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {

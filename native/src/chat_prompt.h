@@ -13,6 +13,7 @@ struct ModelState;
 struct ChatPromptState {
   common_chat_params params;
   common_chat_parser_params parser;  // mirrors tools/server's per-task parser params
+  bool supportsTools = false;         // the template renders tool definitions (llama.cpp's caps probe)
 };
 
 class ChatPrompt : public Napi::ObjectWrap<ChatPrompt> {

@@ -1,5 +1,7 @@
 #include "engine_thread.h"
 
+#include "workers.h"
+
 void EngineJob::Run() {
   try {
     Execute();
@@ -19,13 +21,7 @@ void EngineJob::Complete(Napi::Env env) {
     deferred_.Reject(Napi::Error::New(env, error_).Value());
     return;
   }
-  try {
-    deferred_.Resolve(Result(env));
-  } catch (const Napi::Error & e) {
-    deferred_.Reject(e.Value());
-  } catch (const std::exception & e) {
-    deferred_.Reject(Napi::Error::New(env, e.what()).Value());
-  }
+  settle(env, deferred_, [&] { return Result(env); });
 }
 
 EngineThread::EngineThread(Napi::Env env) {

@@ -8,6 +8,18 @@
 
 #include <exception>
 
+// Resolves `d` with result(), or rejects it with what result() throws.
+template <typename F>
+void settle(Napi::Env env, Napi::Promise::Deferred & d, F && result) {
+  try {
+    d.Resolve(result());
+  } catch (const Napi::Error & e) {
+    d.Reject(e.Value());
+  } catch (const std::exception & e) {
+    d.Reject(Napi::Error::New(env, e.what()).Value());
+  }
+}
+
 class PromiseWorker : public Napi::AsyncWorker {
  public:
   PromiseWorker(Napi::Env env, const char * name)
@@ -23,13 +35,7 @@ class PromiseWorker : public Napi::AsyncWorker {
   void OnOK() override {
     Napi::Env env = Env();
     Finally();
-    try {
-      deferred_.Resolve(Result(env));
-    } catch (const Napi::Error & e) {
-      deferred_.Reject(e.Value());
-    } catch (const std::exception & e) {
-      deferred_.Reject(Napi::Error::New(env, e.what()).Value());
-    }
+    settle(env, deferred_, [&] { return Result(env); });
   }
   void OnError(const Napi::Error & e) override {
     Finally();

@@ -89,6 +89,8 @@ export interface NativeChatPrompt {
   readonly grammarLazy: boolean;
   readonly additionalStops: string[];
   readonly generationPrompt: string;
+  /** The template renders tool definitions (llama.cpp's template capability probe). */
+  readonly supportsTools: boolean;
   /** Parse generated text (partial=true while streaming) into content and tool calls. */
   parse(text: string, partial: boolean): NativeParsedMessage;
 }

@@ -45,8 +45,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   };
   const chat = apply(prompt.messages, useTools);
   if (!useTools) return { text: chat.prompt, chat };
-  // A template that knows tools renders them (llama.cpp probes its caps the same way).
-  const templateHasTools = tools.some((t) => chat.prompt.includes(t.function.name));
+  const templateHasTools = chat.supportsTools;
   const parser = prompt.parallelToolCalls ? chat : firstCallOnly(chat);
   if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true, constraint: { kind: 'none' } };
   if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true };
@@ -63,9 +62,9 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
 }
 
 /**
- * Without parallel_tool_calls the answer holds one call. llama.cpp's grammar
- * for per-call formats (Qwen's <tool_call>) still allows several, so the
- * parsed result keeps the first.
+ * Without parallel_tool_calls the answer holds one call. The addon narrows the
+ * common per-call grammar shape to one call; formats it does not recognise may
+ * still allow several, so the parsed result keeps the first.
  */
 function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
   return {
