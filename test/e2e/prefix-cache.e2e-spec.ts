@@ -64,4 +64,38 @@ describe('prefix cache (stories260K)', () => {
     expect(a.usage!.prompt_tokens_details?.cached_tokens ?? 0).toBeLessThan(20);
     expect(b.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
   });
+
+  it('a prompt moved out of the KV cache while another request decoded comes back from memory, same text', async () => {
+    const stats = async () => ((await (await fetch(`${srv.url}/v1/stats`)).json()) as { prompt_cache: { promotions: number; demotions: number; hostBytes: number } }).prompt_cache;
+    const prompt = longSystem('delta');
+    const greedy = { model: '', max_tokens: 24, temperature: 0 };
+    const first = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
+    const before = await stats();
+    // Another prompt decodes: the first one's cells leave the KV cache (they would widen its attention).
+    const other = await client.completions.create({ ...greedy, prompt: `${longSystem('epsilon')} two` });
+    expect(other.usage!.prompt_tokens_details!.cached_tokens).toBeLessThan(20);
+    const mid = await stats();
+    expect(mid.demotions).toBeGreaterThan(before.demotions);
+    expect(mid.hostBytes).toBeGreaterThan(0);
+    const again = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
+    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
+    expect((await stats()).promotions).toBeGreaterThan(mid.promotions);
+    expect(again.choices[0].text).toBe(first.choices[0].text);
+  });
+
+  it('-cache-ram 0: prompts leaving the KV cache are dropped, not kept in memory', async () => {
+    const small = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-cache-ram', '0']);
+    try {
+      const c = new OpenAI({ baseURL: `${small.url}/v1`, apiKey: 'x' });
+      const prompt = longSystem('zeta');
+      await c.completions.create({ model: '', prompt: `${prompt} one`, max_tokens: 2 });
+      await c.completions.create({ model: '', prompt: `${longSystem('eta')} two`, max_tokens: 2 });
+      const again = await c.completions.create({ model: '', prompt: `${prompt} one`, max_tokens: 2 });
+      expect(again.usage!.prompt_tokens_details?.cached_tokens ?? 0).toBeLessThan(20);
+      const pc = ((await (await fetch(`${small.url}/v1/stats`)).json()) as { prompt_cache: { hostBytes: number } }).prompt_cache;
+      expect(pc.hostBytes).toBe(0);
+    } finally {
+      await small.stop();
+    }
+  });
 });

@@ -1,30 +1,97 @@
-import { PrefixCache, commonPrefix } from '../../libs/engine/src/scheduler/prefix-cache';
+import { NativeContext } from '../../libs/engine/src/backend/native-addon';
+import { PrefixCache, PrefixCacheLimits, commonPrefix } from '../../libs/engine/src/scheduler/prefix-cache';
 
 const t = (...xs: number[]) => Int32Array.from(xs);
 
+/** Records the KV operations the cache asks for; a sequence's "state" is its token count as text. */
+function fakeCtx() {
+  const ops: string[] = [];
+  const ctx = {
+    seqCopy: (src: number, dst: number, p0: number, p1: number) => void ops.push(`cp ${src}->${dst} [${p0},${p1})`),
+    seqRemove: (seq: number, p0: number, p1: number) => (ops.push(`rm ${seq} [${p0},${p1})`), true),
+    stateSeqGet: async (seq: number) => (ops.push(`get ${seq}`), Buffer.alloc(100)),
+    stateSeqSet: async (seq: number, data: Buffer) => (ops.push(`set ${seq} ${data.length}`), data.length),
+  } as unknown as NativeContext;
+  return { ctx, ops };
+}
+
+function cache(limits: Partial<PrefixCacheLimits> = {}) {
+  const { ctx, ops } = fakeCtx();
+  const freed: number[] = [];
+  const c = new PrefixCache(ctx, { maxEntries: 4, maxResidentPositions: 1000, maxHostBytes: 1000, ...limits }, (s) => void freed.push(s));
+  return { c, ops, freed };
+}
+
 describe('PrefixCache', () => {
   it('matches the longest common prefix', () => {
-    const c = new PrefixCache(4, 1000);
+    const { c } = cache();
     c.retain(1, t(1, 2, 3, 4));
     c.retain(2, t(1, 2, 9));
     expect(c.match(t(1, 2, 3, 7))).toMatchObject({ entry: { seq: 1 }, length: 3 });
     expect(c.match(t(5))).toBeUndefined();
   });
   it('frees entries made redundant by a longer one', () => {
-    const c = new PrefixCache(4, 1000);
+    const { c } = cache();
     c.retain(1, t(1, 2));
     expect(c.retain(2, t(1, 2, 3))).toEqual([1]);
     expect(c.size).toBe(1);
   });
   it('evicts least recently used past its bounds', () => {
-    const c = new PrefixCache(2, 1000);
+    const { c } = cache({ maxEntries: 2 });
     c.retain(1, t(1));
     c.retain(2, t(2));
     c.match(t(1));
     expect(c.retain(3, t(3))).toEqual([2]);
-    const small = new PrefixCache(8, 5);
+    const small = cache({ maxResidentPositions: 5 }).c;
     small.retain(1, t(1, 1, 1));
     expect(small.retain(2, t(2, 2, 2))).toEqual([1]);
+  });
+  it('shares resident cells and never decodes the last prompt token again from the cache', async () => {
+    const { c, ops } = cache();
+    c.retain(1, t(1, 2, 3));
+    const r = await c.reuse(t(1, 2, 3), 7);
+    expect(r.n).toBe(2);
+    expect(r.shared?.seq).toBe(1);
+    expect(ops).toEqual(['cp 1->7 [0,2)']);
+  });
+  it('moves what no running request shares to host memory, and writes it back on a match', async () => {
+    const { c, ops, freed } = cache();
+    c.retain(1, t(1, 2, 3, 4));
+    c.retain(2, t(5, 6, 7));
+    const e1 = c.match(t(1))!.entry;
+    await c.demoteIdle(new Map([[e1, 2]]));
+    // entry 1 keeps the 2 shared positions resident; entry 2 leaves the KV cache entirely
+    expect(ops).toEqual(['get 1', 'rm 1 [2,-1)', 'get 2']);
+    expect(freed).toEqual([2]);
+    expect(c.residentCount).toBe(1);
+    expect(c.hostBytes).toBe(200);
+    ops.length = 0;
+    const r = await c.reuse(t(5, 6, 7, 8), 9);
+    expect(r).toEqual({ n: 3 });
+    expect(ops).toEqual(['set 9 100', 'rm 9 [3,-1)']);
+    expect(c.promotions).toBe(1);
+    // within the resident prefix: shared again; past it: written back from memory
+    ops.length = 0;
+    expect((await c.reuse(t(1, 2, 0), 10)).shared).toBe(e1);
+    expect((await c.reuse(t(1, 2, 3, 4, 5), 11)).n).toBe(4);
+    expect(ops).toEqual(['cp 1->10 [0,2)', 'set 11 100', 'rm 11 [4,-1)']);
+  });
+  it('drops entries instead when there is no host memory for them', async () => {
+    const { c, ops, freed } = cache({ maxHostBytes: 0 });
+    c.retain(1, t(1, 2, 3));
+    await c.demoteIdle(new Map());
+    expect(ops).toEqual([]);
+    expect(freed).toEqual([1]);
+    expect(c.size).toBe(0);
+  });
+  it('keeps host memory within its bound, least recently used out first', async () => {
+    const { c } = cache({ maxHostBytes: 150 });
+    c.retain(1, t(1));
+    c.retain(2, t(2));
+    await c.demoteIdle(new Map());
+    expect(c.hostBytes).toBe(100);
+    expect(c.size).toBe(1);
+    expect(c.match(t(2))).toBeDefined();
   });
   it('commonPrefix counts equal leading tokens', () => {
     expect(commonPrefix(t(1, 2, 3), t(1, 2, 4))).toBe(2);

@@ -15,6 +15,8 @@ export interface EngineConfig {
   gpuLayers: number;
   /** Retained prompts kept for prefix reuse (prefix cache entries). */
   cacheSlots: number;
+  /** MiB of host memory for retained prompts moved out of the KV cache (-cache-ram). */
+  cacheRamMiB: number;
   /** KV contexts resident at once; more are spilled to disk. */
   contextSlots: number;
   flashAttn: 'auto' | 'on' | 'off';
@@ -34,6 +36,7 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     batchSize: 512,
     gpuLayers: -1,
     cacheSlots: 8,
+    cacheRamMiB: 4096,
     contextSlots: 128,
     flashAttn: 'auto',
     memoryBudget: 0,

@@ -27,6 +27,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'backend', kind: 'string', help: 'auto, cpu, cuda or metal (default auto)', env: 'SVC_BACKEND' },
   { name: 'flash-attn', kind: 'string', help: 'auto, on or off (default auto)', aliases: ['fa'] },
   { name: 'cache-slots', kind: 'int', help: 'retained prompts kept for prefix reuse (default 8)' },
+  { name: 'cache-ram', kind: 'int', help: 'MiB of host memory for retained prompts moved out of the KV cache while others decode (default 4096; 0 = drop them)' },
   { name: 'context-slots', kind: 'int', help: 'KV contexts kept in memory at once; idle ones beyond it are spilled to disk (default 128)' },
   { name: 'memory-budget', kind: 'string', help: 'memory resident models may use, e.g. 8GiB (default: total memory minus 2 GiB)', env: 'SVC_MEMORY_BUDGET' },
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },

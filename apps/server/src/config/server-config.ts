@@ -59,6 +59,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
   engine.batchSize = int('batch-size', 1, 1 << 16) ?? engine.batchSize;
   engine.gpuLayers = int('gpu-layers', -1, 10000) ?? engine.gpuLayers;
   engine.cacheSlots = int('cache-slots', 0, 128) ?? engine.cacheSlots;
+  engine.cacheRamMiB = int('cache-ram', 0, 1 << 24) ?? engine.cacheRamMiB;
   engine.contextSlots = int('context-slots', 1, 250) ?? engine.contextSlots;
   if (f['memory-budget'] !== undefined) {
     try {

@@ -1,30 +1,71 @@
+import { NativeContext } from '../backend/native-addon';
+
 /**
- * Retained prompts: finished sequences whose KV stays in the unified cache so a
- * later request starting with the same tokens shares those cells (seq_cp in a
- * unified KV buffer shares cells, it copies nothing). Bounded by entry count and
- * by retained positions; evicted least-recently-used.
+ * Retained prompts: finished sequences kept so a later request starting with the
+ * same tokens skips their prefill. Two tiers:
+ * - resident: the entry's sequence still holds its cells in the unified KV cache,
+ *   and a match shares them (seq_cp copies no bytes);
+ * - host: llama.cpp's per-sequence state, read out to memory; a match writes it
+ *   into the request's sequence (a memcpy, not a prefill).
+ * Resident cells cost every decode step: in a unified KV cache attention spans
+ * up to the highest used cell, whoever owns it. So while anything decodes, an
+ * entry keeps resident only the prefix that running requests share with it, and
+ * the rest moves to the host tier (demoteIdle). Bounded by entry count, resident
+ * positions and host bytes; evicted least-recently-used.
  */
 export interface PrefixEntry {
-  seq: number;
+  /** Sequence id while some of its cells are resident. */
+  seq: number | undefined;
+  /** Leading positions whose cells the sequence holds (0 when host-only). */
+  residentLen: number;
+  /** The whole entry's state, once read out (kept while resident, so a second demotion is free). */
+  state?: Buffer;
   tokens: Int32Array;
   lastUsed: number;
+}
+
+export interface PrefixCacheLimits {
+  maxEntries: number;
+  /** Positions resident entries may hold together. */
+  maxResidentPositions: number;
+  /** Bytes host-tier states may take together (0: no host tier; demoted entries are dropped). */
+  maxHostBytes: number;
+}
+
+export interface PrefixReuse {
+  /** Prompt positions the request's sequence now holds. */
+  n: number;
+  /** The entry whose cells it shares (resident match), if any. */
+  shared?: PrefixEntry;
 }
 
 export class PrefixCache {
   private readonly entries: PrefixEntry[] = [];
   private clock = 0;
+  promotions = 0;
+  demotions = 0;
 
   constructor(
-    private readonly maxEntries: number,
-    private readonly maxPositions: number,
+    private readonly ctx: NativeContext,
+    private readonly limits: PrefixCacheLimits,
+    /** Gives a sequence id back to the scheduler (its KV removed). */
+    private readonly freeSeq: (seq: number) => void,
   ) {}
 
   get size(): number {
     return this.entries.length;
   }
 
-  get positions(): number {
-    return this.entries.reduce((n, e) => n + e.tokens.length, 0);
+  get residentCount(): number {
+    return this.entries.reduce((n, e) => n + (e.seq !== undefined ? 1 : 0), 0);
+  }
+
+  get hostBytes(): number {
+    return this.entries.reduce((n, e) => n + (e.state?.length ?? 0), 0);
+  }
+
+  private get residentPositions(): number {
+    return this.entries.reduce((n, e) => n + e.residentLen, 0);
   }
 
   /** The entry sharing the longest common prefix with `tokens`, if any. */
@@ -38,39 +79,129 @@ export class PrefixCache {
     return best;
   }
 
+  /** Puts the longest retained prefix of `prompt` into the empty sequence `seq`. */
+  async reuse(prompt: Int32Array, seq: number): Promise<PrefixReuse> {
+    const hit = this.match(prompt);
+    // The last prompt token is always decoded again: its logits start the output.
+    const n = hit ? Math.min(hit.length, prompt.length - 1) : 0;
+    if (!hit || n <= 0) return { n: 0 };
+    const e = hit.entry;
+    if (e.seq !== undefined && n <= e.residentLen) {
+      this.ctx.seqCopy(e.seq, seq, 0, n);
+      return { n, shared: e };
+    }
+    if (e.state) {
+      if ((await this.ctx.stateSeqSet(seq, e.state)) > 0) {
+        this.ctx.seqRemove(seq, n, -1);
+        this.promotions++;
+        return { n };
+      }
+      this.ctx.seqRemove(seq, -1, -1); // no room for all of it: fall back to the resident part
+    }
+    if (e.seq !== undefined && e.residentLen > 0) {
+      const m = Math.min(n, e.residentLen);
+      this.ctx.seqCopy(e.seq, seq, 0, m);
+      return { n: m, shared: e };
+    }
+    return { n: 0 };
+  }
+
   /**
    * Keeps `seq` holding `tokens`. Returns the sequence ids the caller must free:
-   * entries made redundant (a prefix of the new one) and LRU overflow.
+   * entries made redundant (a prefix of the new one) and overflow.
    */
   retain(seq: number, tokens: Int32Array): number[] {
     const freed: number[] = [];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
       if (e.tokens.length <= tokens.length && commonPrefix(e.tokens, tokens) === e.tokens.length) {
-        freed.push(e.seq);
+        if (e.seq !== undefined) freed.push(e.seq);
         this.entries.splice(i, 1);
       }
     }
-    this.entries.push({ seq, tokens, lastUsed: ++this.clock });
-    while (this.entries.length > this.maxEntries || (this.positions > this.maxPositions && this.entries.length > 0)) {
-      const victim = this.evictLru();
-      if (victim === undefined) break;
-      freed.push(victim);
+    this.entries.push({ seq, residentLen: tokens.length, tokens, lastUsed: ++this.clock });
+    while (this.entries.length > this.limits.maxEntries || this.residentPositions > this.limits.maxResidentPositions) {
+      const victim = this.lru(() => true);
+      if (!victim) break;
+      if (victim.seq !== undefined) freed.push(victim.seq);
+      this.remove(victim);
     }
     return freed;
   }
 
-  /** Drops the least recently used entry; returns its sequence id. */
-  evictLru(): number | undefined {
-    if (this.entries.length === 0) return undefined;
-    let at = 0;
-    for (let i = 1; i < this.entries.length; i++) if (this.entries[i].lastUsed < this.entries[at].lastUsed) at = i;
-    return this.entries.splice(at, 1)[0].seq;
+  /**
+   * Called while requests decode: every resident entry keeps only the prefix they
+   * share with it (`shared`: entry → longest shared length); the rest of its cells
+   * are freed, its whole state kept in memory.
+   */
+  async demoteIdle(shared: Map<PrefixEntry, number>): Promise<void> {
+    for (const e of [...this.entries]) {
+      if (e.seq === undefined) continue;
+      const keep = shared.get(e) ?? 0;
+      if (e.residentLen > keep) await this.demote(e, keep);
+    }
   }
 
-  /** Drops every entry; returns their sequence ids. */
+  /** KV cache full: frees the least recently used resident entry's cells. False when none is left. */
+  async relieve(): Promise<boolean> {
+    const e = this.lru((x) => x.seq !== undefined);
+    if (!e) return false;
+    await this.demote(e, 0);
+    return true;
+  }
+
+  /** A sequence id taken from the least recently used resident entry (its state stays if it was read). */
+  stealSeq(): number | undefined {
+    const e = this.lru((x) => x.seq !== undefined);
+    if (!e) return undefined;
+    const seq = e.seq as number;
+    this.ctx.seqRemove(seq, -1, -1);
+    e.seq = undefined;
+    e.residentLen = 0;
+    if (!e.state) this.remove(e);
+    return seq;
+  }
+
+  /** Drops every entry; returns the resident ones' sequence ids. */
   clear(): number[] {
-    return this.entries.splice(0).map((e) => e.seq);
+    const seqs = this.entries.flatMap((e) => (e.seq !== undefined ? [e.seq] : []));
+    this.entries.length = 0;
+    return seqs;
+  }
+
+  private async demote(e: PrefixEntry, keep: number): Promise<void> {
+    const seq = e.seq as number;
+    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length) {
+      const state = await this.ctx.stateSeqGet(seq);
+      if (state.length <= this.limits.maxHostBytes) e.state = state;
+    }
+    this.demotions++;
+    if (keep > 0) {
+      this.ctx.seqRemove(seq, keep, -1);
+      e.residentLen = keep;
+    } else {
+      this.freeSeq(seq);
+      e.seq = undefined;
+      e.residentLen = 0;
+      if (!e.state) this.remove(e);
+    }
+    while (this.hostBytes > this.limits.maxHostBytes) {
+      const victim = this.lru((x) => x.state !== undefined);
+      if (!victim) break;
+      victim.state = undefined;
+      if (victim.seq === undefined) this.remove(victim);
+    }
+  }
+
+  private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
+    let best: PrefixEntry | undefined;
+    for (const e of this.entries) if (pred(e) && (!best || e.lastUsed < best.lastUsed)) best = e;
+    return best;
+  }
+
+  private remove(e: PrefixEntry): void {
+    const i = this.entries.indexOf(e);
+    if (i >= 0) this.entries.splice(i, 1);
   }
 }
 

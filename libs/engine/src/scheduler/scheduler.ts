@@ -2,7 +2,7 @@ import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest } from '..
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
-import { PrefixCache } from './prefix-cache';
+import { PrefixCache, PrefixEntry } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
 
@@ -17,8 +17,10 @@ export interface SchedulerOptions {
   nCtxSeq: number;
   /** Retained prompts kept at most. */
   cacheSlots: number;
-  /** Positions the retained prompts may hold together. */
+  /** Positions the retained prompts may hold together in the KV cache. */
   cachePositions: number;
+  /** Bytes retained prompts may take in host memory once moved out of the KV cache (0: none). */
+  cacheHostBytes?: number;
   /**
    * Decode steps one native call may chain for a batch of decoding sequences
    * (1 = off) and the time after which it starts no further one: the JS round
@@ -62,7 +64,11 @@ export class Scheduler {
     this.bLogits = new Uint8Array(opts.nBatch);
     const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
-    this.cache = new PrefixCache(opts.cacheSlots, opts.cachePositions);
+    this.cache = new PrefixCache(
+      ctx,
+      { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0 },
+      (seq) => this.freeSeq(seq),
+    );
   }
 
   get queued(): number {
@@ -124,7 +130,13 @@ export class Scheduler {
 
   /** Sequence ids not held by running requests or contexts (retained prompts count as free). */
   get availableSeqs(): number {
-    return this.freeSeqs.length + this.cache.size;
+    return this.freeSeqs.length + this.cache.residentCount;
+  }
+
+  /** Retained prompts: entries, those with cells in the KV cache, bytes in host memory, moves between the two. */
+  get promptCache(): { entries: number; resident: number; hostBytes: number; promotions: number; demotions: number } {
+    const c = this.cache;
+    return { entries: c.size, resident: c.residentCount, hostBytes: c.hostBytes, promotions: c.promotions, demotions: c.demotions };
   }
 
   /** Stops admitting, lets running sequences finish, then resolves. */
@@ -145,8 +157,11 @@ export class Scheduler {
       while (this.queue.length > 0 || this.active.length > 0) {
         await this.kv.run(async () => {
           this.reap();
-          this.admit();
-          if (this.active.length > 0) await this.step();
+          await this.admit();
+          if (this.active.length > 0) {
+            await this.cache.demoteIdle(this.sharedPrefixes());
+            await this.step();
+          }
         });
       }
     } catch (err) {
@@ -186,7 +201,7 @@ export class Scheduler {
     }
   }
 
-  private admit(): void {
+  private async admit(): Promise<void> {
     while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
       const next = this.queue[0];
       const seq = next.spec.session ? next.spec.session.seq : this.takeSeqId();
@@ -195,24 +210,30 @@ export class Scheduler {
       s.seq = seq;
       s.prefillStart = performance.now();
       if (s.spec.session) this.resumeSession(s);
-      else this.reuseCachedPrefix(s);
+      else await this.reuseCachedPrefix(s);
       s.spec.sampler.acceptPrompt(s.spec.promptTokens);
       this.active.push(s);
     }
   }
 
-  /** Shares the longest retained prefix's KV cells with the new sequence. */
-  private reuseCachedPrefix(s: Sequence): void {
-    const prompt = s.spec.promptTokens;
-    const hit = this.cache.match(prompt);
-    if (!hit) return;
-    // The last prompt token is always decoded again: its logits start the output.
-    const n = Math.min(hit.length, prompt.length - 1);
+  /** Starts the new sequence with the longest retained prefix of its prompt. */
+  private async reuseCachedPrefix(s: Sequence): Promise<void> {
+    const { n, shared } = await this.cache.reuse(s.spec.promptTokens, s.seq);
     if (n <= 0) return;
-    this.ctx.seqCopy(hit.entry.seq, s.seq, 0, n);
     s.nPast = n;
     s.cachedTokens = n;
+    if (shared) s.sharedPrefix = { entry: shared, length: n };
     this.stats.cachedPromptTokens += n;
+  }
+
+  /** Retained entries whose cells running requests share, with the longest shared length. */
+  private sharedPrefixes(): Map<PrefixEntry, number> {
+    const m = new Map<PrefixEntry, number>();
+    for (const s of this.active) {
+      const p = s.sharedPrefix;
+      if (p && p.length > (m.get(p.entry) ?? 0)) m.set(p.entry, p.length);
+    }
+    return m;
   }
 
   /** A context's sequence already holds a prefix of the prompt: keep it, drop the rest. */
@@ -228,10 +249,7 @@ export class Scheduler {
   private takeSeqId(): number | undefined {
     const id = this.freeSeqs.pop();
     if (id !== undefined) return id;
-    const victim = this.cache.evictLru();
-    if (victim === undefined) return undefined;
-    this.ctx.seqRemove(victim, -1, -1);
-    return victim;
+    return this.cache.stealSeq();
   }
 
   private release(s: Sequence, retain: boolean): void {
@@ -318,9 +336,7 @@ export class Scheduler {
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
       // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
-      const victim = this.cache.evictLru();
-      if (victim !== undefined) this.freeSeq(victim);
-      else if (!(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
+      if (!(await this.cache.relieve()) && !(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
       result = await this.ctx.step(batch, samples, opts);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);

@@ -5,6 +5,7 @@ import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/nativ
 import { StopMatcher } from '../text/stop-matcher';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
+import type { PrefixEntry } from './prefix-cache';
 
 /**
  * A request bound to a KV context (named session, context prefill): it runs on
@@ -43,6 +44,8 @@ export class Sequence {
   /** Prompt positions already in the KV cache for this sequence. */
   nPast = 0;
   cachedTokens = 0;
+  /** The retained prompt whose cells this sequence shares (seq_cp), and how many. */
+  sharedPrefix?: { entry: PrefixEntry; length: number };
   readonly generated: number[] = [];
   lastToken = -1;
   cancelled = false;
