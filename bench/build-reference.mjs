@@ -8,6 +8,7 @@
 // The build is skipped when all binaries exist and the stamp (source commit +
 // cmake flags + targets) matches. Exports helpers for other scripts.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,7 +83,9 @@ export function buildReference({ backend = 'cpu', src = llamaSrcDir(), jobs = os
   const buildDir = refBuildDir(backend);
   const targets = refTargets(src);
   const flags = cmakeFlags(backend);
-  const stamp = JSON.stringify({ commit: llamaCommit(src), src, flags, targets });
+  // native/patches applied to the tree (scripts/build-native.mjs) change the stamp too.
+  const patched = createHash('sha256').update(spawnSync('git', ['diff'], { cwd: src, encoding: 'utf8' }).stdout ?? '').digest('hex').slice(0, 16);
+  const stamp = JSON.stringify({ commit: llamaCommit(src), src, flags, targets, patched });
   const stampFile = path.join(buildDir, 'svc-ref.stamp');
   const haveAll = targets.every((t) => fs.existsSync(refBin(t, backend)));
   if (!force && haveAll && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === stamp) {

@@ -75,7 +75,10 @@ function headOf(dir) {
 // Fetch the llama.cpp release node-llama-cpp pins (its git bundle), atomically.
 function ensureSource() {
   const head = fs.existsSync(srcDir) ? headOf(srcDir) : null;
-  if (head && head.startsWith(LLAMA_COMMIT)) return head;
+  if (head && head.startsWith(LLAMA_COMMIT)) {
+    applyPatches(srcDir);
+    return head;
+  }
   log(`fetching llama.cpp ${LLAMA_COMMIT} via npm pack ${NODE_LLAMA_CPP}`);
   fs.mkdirSync(path.dirname(srcDir), { recursive: true });
   const tmp = fs.mkdtempSync(path.join(path.dirname(srcDir), '.fetch-'));
@@ -88,9 +91,24 @@ function ensureSource() {
     if (!got || !got.startsWith(LLAMA_COMMIT)) throw new Error(`bundle HEAD is ${got}, expected ${LLAMA_COMMIT}`);
     if (fs.existsSync(srcDir)) fs.renameSync(srcDir, `${srcDir}.old-${Date.now()}`);
     fs.renameSync(clone, srcDir);
+    applyPatches(srcDir);
     return got;
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// native/patches/*.patch: performance fixes to the pinned source (see native/patches/README.md),
+// applied once; a tree that already has a patch is left alone.
+function applyPatches(dir) {
+  const patchDir = path.join(repo, 'native', 'patches');
+  if (!fs.existsSync(patchDir)) return;
+  for (const name of fs.readdirSync(patchDir).filter((n) => n.endsWith('.patch')).sort()) {
+    const patch = path.join(patchDir, name);
+    const check = spawnSync('git', ['apply', '--reverse', '--check', patch], { cwd: dir, stdio: 'ignore' });
+    if (check.status === 0) continue;
+    log(`applying ${name}`);
+    run('git', ['apply', patch], { cwd: dir });
   }
 }
 
@@ -102,7 +120,7 @@ function nativeSourceHash() {
     for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile() && /(\.(cpp|cc|c|h|hpp|cmake|json)|CMakeLists\.txt)$/.test(e.name)) h.update(path.relative(repo, p)).update('\0').update(fs.readFileSync(p)).update('\0');
+      else if (e.isFile() && /(\.(cpp|cc|c|h|hpp|cmake|json|patch)|CMakeLists\.txt)$/.test(e.name)) h.update(path.relative(repo, p)).update('\0').update(fs.readFileSync(p)).update('\0');
     }
   };
   walk(path.join(repo, 'native'));

@@ -20,13 +20,45 @@ for lib in libcublas.so.13 libcudart.so.13; do
 done
 export SVC_LLAMA_SRC=$PWD/$D/llama-src SVC_CACHE_DIR=/tmp/svc-cache SVC_MODELS_DIR=$PWD/$D/models SVC_NO_DOWNLOAD=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-node -v; nproc
-echo "== smoke (cuda addon)"
-timeout 120 node native/smoke.mjs --backend cuda --model "$SVC_MODELS_DIR/stories260K.gguf" 2>&1 | tee "$OUT/smoke.log" | tail -25
-echo "== dialects on the GPU"
-timeout 180 node bench/cuda/dialects.mjs 2>&1 | tee "$OUT/dialects.log"
-echo "== benchmark"
+node -v; nproc; lscpu | grep -m1 'Model name' || true
+# PHASES picks what runs (default: all of them, in this order):
+#   smoke     native/smoke.mjs on the CUDA addon
+#   dialects  bench/cuda/dialects.mjs on the GPU
+#   gpu       benchmark vs llama-server, -ngl 999
+#   cpu       the same benchmark with no GPU visible (CUDA_VISIBLE_DEVICES=, both on the CPU
+#             code of the same build): a quiet many-core host for CPU figures, CPU_THREADS threads
+#   repeat    the stories260K GPU benchmark REPEAT more times (the Xid 13 hunt)
+PHASES=${PHASES:-smoke dialects gpu}
 T=${THREADS:-8}
-timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
-  --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
-  --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench.log" | tail -30
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+if has smoke; then
+  echo "== smoke (cuda addon)"
+  timeout 120 node native/smoke.mjs --backend cuda --model "$SVC_MODELS_DIR/stories260K.gguf" 2>&1 | tee "$OUT/smoke.log" | tail -25
+fi
+if has dialects; then
+  echo "== dialects on the GPU"
+  timeout 180 node bench/cuda/dialects.mjs 2>&1 | tee "$OUT/dialects.log"
+fi
+if has cpu; then
+  echo "== benchmark, CPU only (${CPU_THREADS:-2} threads)"
+  CUDA_VISIBLE_DEVICES= timeout "${CPU_TIMEOUT:-240}" node bench/run.mjs --models "${CPU_MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "${CPU_THREADS:-2}" --out "$OUT/bench-cpu.json" \
+    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda -gpu-layers 0" \
+    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 0' 2>&1 | tee "$OUT/bench-cpu.log" | tail -12
+fi
+if has gpu; then
+  echo "== benchmark, GPU"
+  timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
+    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
+    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+if has repeat; then
+  for i in $(seq "${REPEAT:-2}"); do
+    echo "== repeat $i: stories260K on the GPU"
+    timeout 120 node bench/run.mjs --models stories --reps 1 --threads "$T" --no-write \
+      --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
+      --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' > "$OUT/repeat-$i.log" 2>&1
+    echo "rc=$? $(tail -5 "$OUT/repeat-$i.log" | tr '\n' '|')"
+  done
+  dmesg 2>/dev/null | grep -i xid | tail -5 || true
+fi
+mkdir -p "$OUT/server-logs" && for d in /tmp/svc-bench-*; do cp -r "$d" "$OUT/server-logs/" 2>/dev/null; done; du -sh "$OUT"

@@ -76,6 +76,14 @@ describe('PrefixCache', () => {
     expect((await c.reuse(t(1, 2, 3, 4, 5), 11)).n).toBe(4);
     expect(ops).toEqual(['cp 1->10 [0,2)', 'set 11 100', 'rm 11 [4,-1)']);
   });
+  it('with the KV cache on a device, only the prompt part goes to host memory', async () => {
+    const { c, ops, freed } = cache({ hostPromptOnly: true });
+    c.retain(1, t(1, 2, 3, 4, 5), 3); // prompt 1 2 3, generated 4 5
+    await c.demoteIdle(new Map());
+    expect(ops).toEqual(['rm 1 [3,-1)', 'get 1']);
+    expect(freed).toEqual([1]);
+    expect(c.match(t(1, 2, 3, 4, 5))).toMatchObject({ length: 3 });
+  });
   it('drops entries instead when there is no host memory for them', async () => {
     const { c, ops, freed } = cache({ maxHostBytes: 0 });
     c.retain(1, t(1, 2, 3));

@@ -206,6 +206,7 @@ export class ModelManager {
       cacheSlots: c.cacheSlots,
       cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
       cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
+      kvOnDevice: this.backend.name !== 'cpu' && c.gpuLayers !== 0,
     });
     const ms = performance.now() - started;
     this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request`);

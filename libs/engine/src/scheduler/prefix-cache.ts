@@ -21,6 +21,8 @@ export interface PrefixEntry {
   /** The whole entry's state, once read out (kept while resident, so a second demotion is free). */
   state?: Buffer;
   tokens: Int32Array;
+  /** Leading tokens that were the request's prompt (the rest it generated). */
+  promptLen: number;
   lastUsed: number;
 }
 
@@ -30,6 +32,12 @@ export interface PrefixCacheLimits {
   maxResidentPositions: number;
   /** Bytes host-tier states may take together (0: no host tier; demoted entries are dropped). */
   maxHostBytes: number;
+  /**
+   * The KV cache lives in device memory: reading a state costs a copy per run of
+   * cells per layer, and generated tokens of concurrent requests interleave cell
+   * by cell, so only the prompt part (a few runs) goes to the host tier.
+   */
+  hostPromptOnly?: boolean;
 }
 
 export interface PrefixReuse {
@@ -110,7 +118,7 @@ export class PrefixCache {
    * Keeps `seq` holding `tokens`. Returns the sequence ids the caller must free:
    * entries made redundant (a prefix of the new one) and overflow.
    */
-  retain(seq: number, tokens: Int32Array): number[] {
+  retain(seq: number, tokens: Int32Array, promptLen = tokens.length): number[] {
     const freed: number[] = [];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
@@ -119,7 +127,7 @@ export class PrefixCache {
         this.entries.splice(i, 1);
       }
     }
-    this.entries.push({ seq, residentLen: tokens.length, tokens, lastUsed: ++this.clock });
+    this.entries.push({ seq, residentLen: tokens.length, tokens, promptLen: Math.min(promptLen, tokens.length), lastUsed: ++this.clock });
     while (this.entries.length > this.limits.maxEntries || this.residentPositions > this.limits.maxResidentPositions) {
       const victim = this.lru(() => true);
       if (!victim) break;
@@ -172,6 +180,12 @@ export class PrefixCache {
   private async demote(e: PrefixEntry, keep: number): Promise<void> {
     const seq = e.seq as number;
     if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length) {
+      if (this.limits.hostPromptOnly && e.promptLen < e.tokens.length) {
+        this.ctx.seqRemove(seq, e.promptLen, -1);
+        e.tokens = e.tokens.slice(0, e.promptLen);
+        e.residentLen = e.promptLen;
+        keep = Math.min(keep, e.promptLen);
+      }
       const state = await this.ctx.stateSeqGet(seq);
       if (state.length <= this.limits.maxHostBytes) e.state = state;
     }

@@ -21,6 +21,8 @@ export interface SchedulerOptions {
   cachePositions: number;
   /** Bytes retained prompts may take in host memory once moved out of the KV cache (0: none). */
   cacheHostBytes?: number;
+  /** The KV cache is in device memory (see PrefixCacheLimits.hostPromptOnly). */
+  kvOnDevice?: boolean;
   /**
    * Decode steps one native call may chain for a batch of decoding sequences
    * (1 = off) and the time after which it starts no further one: the JS round
@@ -66,7 +68,7 @@ export class Scheduler {
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(
       ctx,
-      { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0 },
+      { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0, hostPromptOnly: opts.kvOnDevice },
       (seq) => this.freeSeq(seq),
     );
   }
@@ -263,7 +265,7 @@ export class Scheduler {
       const all = s.heldTokens();
       s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain);
     } else if (retain && s.spec.retainPrefix) {
-      for (const freed of this.cache.retain(s.seq, s.heldTokens())) this.freeSeq(freed);
+      for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length)) this.freeSeq(freed);
     } else {
       this.freeSeq(s.seq);
     }
