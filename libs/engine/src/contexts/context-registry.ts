@@ -54,8 +54,11 @@ export class ContextRegistry {
   async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
     c.hidden = opts.hidden ?? false;
-    await this.scheduler.exclusive(async () => (c.seq = await this.residency.allocSeq()));
-    this.byId.set(c.id, c);
+    // Listed in the same critical section: the resident count must see its sequence.
+    await this.scheduler.exclusive(async () => {
+      c.seq = await this.residency.allocSeq();
+      this.byId.set(c.id, c);
+    });
     if (tokens && tokens.length > 0) {
       try {
         await this.prefill(c, tokens);
@@ -149,9 +152,9 @@ export class ContextRegistry {
         this.scheduler.freeSeqId(c.seq);
         throw new InvalidRequestError('the snapshot state does not fit this model');
       }
+      c.tokens = tokens.slice();
+      this.byId.set(c.id, c);
     });
-    c.tokens = tokens.slice();
-    this.byId.set(c.id, c);
     return c;
   }
 

@@ -73,6 +73,8 @@ export class Residency {
       heir.lazySource = undefined;
       this.ctx.seqRemove(heir.seq, heir.tokens.length, -1);
       for (const d of deps) if (d !== heir) d.lazySource = heir;
+      // c left the live set before this ran, so others may have filled the budget meanwhile.
+      if (this.residentCount() > this.maxResident) await this.spillIdle(heir);
     } else if (c.seq !== undefined) {
       this.scheduler.freeSeqId(c.seq);
     }
@@ -83,9 +85,7 @@ export class Residency {
 
   /** A free sequence id, spilling the least recently used idle context if needed. */
   async allocSeq(keep?: KvContext): Promise<number> {
-    let resident = 0;
-    for (const x of this.contexts()) if (x.seq !== undefined) resident++;
-    if (resident >= this.maxResident || this.scheduler.availableSeqs === 0) {
+    if (this.residentCount() >= this.maxResident || this.scheduler.availableSeqs === 0) {
       if (!(await this.spillIdle(keep))) throw new ContextCapacityError();
     }
     const seq = this.scheduler.allocSeq();
@@ -132,6 +132,12 @@ export class Residency {
     this.ctx.seqCopy(src.seq as number, seq, 0, c.tokens.length);
     c.seq = seq;
     c.lazySource = undefined;
+  }
+
+  private residentCount(): number {
+    let n = 0;
+    for (const x of this.contexts()) if (x.seq !== undefined) n++;
+    return n;
   }
 
   private dependents(c: KvContext): KvContext[] {
