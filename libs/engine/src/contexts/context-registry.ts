@@ -83,7 +83,6 @@ export class ContextRegistry {
       await this.scheduler.exclusive(() => {
         // fork_ms is the fork itself, not the wait for a decode step in flight.
         const started = performance.now();
-        if (this.byId.get(parent.id) !== parent) throw new ContextNotFoundError(parent.id); // deleted meanwhile
         const source = parent.lazySource ?? parent;
         for (let i = 0; i < n; i++) {
           const child = new KvContext(`ctx_${this.nextId++}`, parent.owner, parent.id, Math.floor(Date.now() / 1000));
@@ -121,7 +120,16 @@ export class ContextRegistry {
     this.byId.delete(c.id);
     if (c.sessionName) this.byName.delete(c.sessionName);
     await this.scheduler.exclusive(async () => {
-      await this.residency.handOver(c);
+      try {
+        await this.residency.handOver(c);
+      } catch (err) {
+        // A spilled source could not come back for its forks: the delete is refused, nothing changed.
+        if (c.spillPath) {
+          this.byId.set(c.id, c);
+          if (c.sessionName) this.byName.set(c.sessionName, c);
+        }
+        throw err;
+      }
       c.lazySource = undefined;
     });
   }
@@ -178,6 +186,7 @@ export class ContextRegistry {
    * the template may render a past turn unlike the tokens the model sampled).
    */
   async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean } = {}): Promise<SessionBinding> {
+    this.checkLive(c);
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
@@ -212,6 +221,7 @@ export class ContextRegistry {
 
   /** Runs fn while the context is marked busy (409 for a second writer). */
   private async withContext<T>(c: KvContext, fn: () => Promise<T>): Promise<T> {
+    this.checkLive(c);
     if (c.busy) throw new ContextBusyError();
     c.busy = true;
     c.lastUsed = Date.now();
@@ -220,6 +230,11 @@ export class ContextRegistry {
     } finally {
       c.busy = false;
     }
+  }
+
+  /** Found before a delete that ran meanwhile: acting on it would give a deleted context a sequence. */
+  private checkLive(c: KvContext): void {
+    if (this.byId.get(c.id) !== c) throw new ContextNotFoundError(c.id);
   }
 
   private async prefill(c: KvContext, tokens: Int32Array): Promise<void> {

@@ -65,22 +65,23 @@ export class Residency {
    * and spill file are freed.
    */
   async handOver(c: KvContext): Promise<void> {
-    if (this.dependents(c).length > 0) await this.makeResident(c);
+    if (this.dependents(c).length > 0) await this.makeResident(c); // throws with c unchanged
     const deps = this.dependents(c);
+    let heir: KvContext | undefined;
     if (deps.length > 0 && c.seq !== undefined) {
-      const heir = deps.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a));
+      heir = deps.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a));
       heir.seq = c.seq;
       heir.lazySource = undefined;
       this.ctx.seqRemove(heir.seq, heir.tokens.length, -1);
       for (const d of deps) if (d !== heir) d.lazySource = heir;
-      // c left the live set before this ran, so others may have filled the budget meanwhile.
-      if (this.residentCount() > this.maxResident) await this.spillIdle(heir);
     } else if (c.seq !== undefined) {
       this.scheduler.freeSeqId(c.seq);
     }
     c.seq = undefined;
     if (c.spillPath) rmSync(c.spillPath, { force: true });
     c.spillPath = undefined;
+    // c left the live set before this ran, so others may have filled the budget meanwhile.
+    if (heir && this.residentCount() > this.maxResident) await this.spillIdle(heir);
   }
 
   /** A free sequence id, spilling the least recently used idle context if needed. */
