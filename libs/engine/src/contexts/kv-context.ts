@@ -4,14 +4,13 @@ export const PAGE_TOKENS = 256;
 /**
  * A reusable KV-cache context: a sequence of the model's unified KV cache that
  * outlives requests. A fork shares its parent's cells (seq_cp in a unified KV
- * buffer copies no bytes); a page diverges only when written.
+ * buffer copies no bytes, done when the fork is first used); a page diverges
+ * only when written.
  */
 export class KvContext {
   /** Sequence id while resident; undefined while spilled to disk or lazy. */
   seq: number | undefined;
-  /**
-   * Never modified in place (always replaced), so forks may share the array.
-   */
+  /** Never modified in place (always replaced), so forks may share the array. */
   tokens: Int32Array = new Int32Array(0);
   /**
    * Set on a fork that has no sequence yet (lazy): its KV is the first
