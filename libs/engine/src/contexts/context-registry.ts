@@ -1,12 +1,11 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import { NativeContext, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { Scheduler } from '../scheduler/scheduler';
 import { SessionBinding } from '../scheduler/sequence';
-import { writeFileAtomic } from '../../../store/src/atomic-file';
-import { ContextBusyError, ContextCapacityError } from './context-errors';
+import { ContextBusyError, ContextNotFoundError } from './context-errors';
 import { KvContext } from './kv-context';
+import { Residency } from './residency';
 
 /** Tokens at the end of a context that a new prompt may re-tokenize differently. */
 const RETOKENIZE_SLACK = 8;
@@ -15,11 +14,12 @@ const RETOKENIZE_SLACK = 8;
  * The contexts of one loaded model. Every KV operation runs through the
  * scheduler's exclusive() so it never overlaps a decode step. Contexts beyond
  * the resident budget are spilled to disk (least recently used first) and come
- * back transparently on use.
+ * back transparently on use; forks get a sequence on first use (residency.ts).
  */
 export class ContextRegistry {
   private readonly byId = new Map<string, KvContext>();
   private readonly byName = new Map<string, KvContext>();
+  private readonly residency: Residency;
   private nextId = 1;
 
   constructor(
@@ -27,9 +27,10 @@ export class ContextRegistry {
     private readonly ctx: NativeContext,
     private readonly scheduler: Scheduler,
     private readonly spillDir: string,
-    private readonly maxResident: number,
+    maxResident: number,
   ) {
-    scheduler.onKvPressure(() => this.spillIdle());
+    this.residency = new Residency(ctx, scheduler, spillDir, maxResident, () => this.byId.values());
+    scheduler.onKvPressure(() => this.residency.spillIdle());
   }
 
   /** The model is going: its contexts and their spill files go with it. */
@@ -53,8 +54,11 @@ export class ContextRegistry {
   async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
     c.hidden = opts.hidden ?? false;
-    await this.scheduler.exclusive(async () => (c.seq = await this.allocSeq()));
-    this.byId.set(c.id, c);
+    // Listed in the same critical section: the resident count must see its sequence.
+    await this.scheduler.exclusive(async () => {
+      c.seq = await this.residency.allocSeq();
+      this.byId.set(c.id, c);
+    });
     if (tokens && tokens.length > 0) {
       try {
         await this.prefill(c, tokens);
@@ -66,21 +70,24 @@ export class ContextRegistry {
     return c;
   }
 
-  /** n children sharing every cell of the parent; nothing is copied. */
+  /**
+   * n children sharing every cell of the parent, lazily: each records its
+   * source and gets a sequence on first use, so the fork costs the same at any
+   * length and a spilled parent stays on disk.
+   */
   async fork(parent: KvContext, n: number): Promise<{ children: KvContext[]; ms: number }> {
     return this.withContext(parent, async () => {
       let ms = 0;
       const children: KvContext[] = [];
-      await this.scheduler.exclusive(async () => {
-        await this.makeResident(parent);
-        // fork_ms is the fork itself: not the wait for a decode step in flight
-        // nor bringing a spilled parent back.
+      // Inside exclusive(): the residency rules read the set of dependents between awaits.
+      await this.scheduler.exclusive(() => {
+        // fork_ms is the fork itself, not the wait for a decode step in flight.
         const started = performance.now();
+        const source = parent.lazySource ?? parent;
         for (let i = 0; i < n; i++) {
           const child = new KvContext(`ctx_${this.nextId++}`, parent.owner, parent.id, Math.floor(Date.now() / 1000));
-          child.seq = await this.allocSeq(parent);
-          this.ctx.seqCopy(parent.seq as number, child.seq, -1, -1);
-          child.tokens = parent.tokens.slice();
+          child.lazySource = source;
+          child.tokens = parent.tokens;
           child.sharedWithParent = parent.tokens.length;
           child.hidden = parent.hidden;
           this.byId.set(child.id, child);
@@ -95,8 +102,12 @@ export class ContextRegistry {
   async truncate(c: KvContext, n: number): Promise<KvContext> {
     return this.withContext(c, () =>
       this.scheduler.exclusive(async () => {
-        await this.makeResident(c);
-        this.ctx.seqRemove(c.seq as number, n, -1);
+        // A lazy context reads fewer of its source's positions: no KV to touch.
+        if (!c.lazySource) {
+          await this.residency.makeResident(c);
+          await this.residency.detach(c, n);
+          this.ctx.seqRemove(c.seq as number, n, -1);
+        }
         c.tokens = c.tokens.slice(0, n);
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         return c;
@@ -108,10 +119,18 @@ export class ContextRegistry {
     if (c.busy) throw new ContextBusyError();
     this.byId.delete(c.id);
     if (c.sessionName) this.byName.delete(c.sessionName);
-    await this.scheduler.exclusive(() => {
-      if (c.seq !== undefined) this.scheduler.freeSeqId(c.seq);
-      c.seq = undefined;
-      if (c.spillPath) rmSync(c.spillPath, { force: true });
+    await this.scheduler.exclusive(async () => {
+      try {
+        await this.residency.handOver(c);
+      } catch (err) {
+        // A spilled source could not come back for its forks: the delete is refused, nothing changed.
+        if (c.spillPath) {
+          this.byId.set(c.id, c);
+          if (c.sessionName) this.byName.set(c.sessionName, c);
+        }
+        throw err;
+      }
+      c.lazySource = undefined;
     });
   }
 
@@ -126,6 +145,7 @@ export class ContextRegistry {
     return this.withContext(c, () =>
       this.scheduler.exclusive(async () => {
         if (c.seq === undefined && c.spillPath) return readFileSync(c.spillPath);
+        await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
         return this.ctx.stateSeqGet(c.seq as number);
       }),
     );
@@ -135,14 +155,14 @@ export class ContextRegistry {
   async restore(owner: string, tokens: Int32Array, state: Buffer): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, '', Math.floor(Date.now() / 1000));
     await this.scheduler.exclusive(async () => {
-      c.seq = await this.allocSeq();
-      if (!(await this.setState(c.seq, state, c))) {
+      c.seq = await this.residency.allocSeq();
+      if (!(await this.residency.setState(c.seq, state, c))) {
         this.scheduler.freeSeqId(c.seq);
         throw new InvalidRequestError('the snapshot state does not fit this model');
       }
+      c.tokens = tokens.slice();
+      this.byId.set(c.id, c);
     });
-    c.tokens = tokens.slice();
-    this.byId.set(c.id, c);
     return c;
   }
 
@@ -166,6 +186,7 @@ export class ContextRegistry {
    * the template may render a past turn unlike the tokens the model sampled).
    */
   async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean } = {}): Promise<SessionBinding> {
+    this.checkLive(c);
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
@@ -173,8 +194,13 @@ export class ContextRegistry {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
+    // Positions the scheduler keeps (resumeSession); lazy forks reading past them get their own sequence first.
+    const kept = Math.max(0, Math.min(n, prompt.length - 1));
     try {
-      await this.scheduler.exclusive(() => this.makeResident(c));
+      await this.scheduler.exclusive(async () => {
+        await this.residency.makeResident(c);
+        await this.residency.detach(c, kept);
+      });
     } catch (err) {
       c.busy = false;
       throw err;
@@ -195,6 +221,7 @@ export class ContextRegistry {
 
   /** Runs fn while the context is marked busy (409 for a second writer). */
   private async withContext<T>(c: KvContext, fn: () => Promise<T>): Promise<T> {
+    this.checkLive(c);
     if (c.busy) throw new ContextBusyError();
     c.busy = true;
     c.lastUsed = Date.now();
@@ -203,6 +230,11 @@ export class ContextRegistry {
     } finally {
       c.busy = false;
     }
+  }
+
+  /** Found before a delete that ran meanwhile: acting on it would give a deleted context a sequence. */
+  private checkLive(c: KvContext): void {
+    if (this.byId.get(c.id) !== c) throw new ContextNotFoundError(c.id);
   }
 
   private async prefill(c: KvContext, tokens: Int32Array): Promise<void> {
@@ -221,57 +253,5 @@ export class ContextRegistry {
     for await (const _ of events) {
       // Prefill only: the single `done` event carries nothing we need.
     }
-  }
-
-  /** Inside exclusive(): give the context a sequence again, reading its spilled state. */
-  private async makeResident(c: KvContext): Promise<void> {
-    if (c.seq !== undefined) return;
-    const seq = await this.allocSeq(c);
-    if (c.spillPath) {
-      if (!(await this.setState(seq, readFileSync(c.spillPath), c))) {
-        this.scheduler.freeSeqId(seq);
-        throw new Error(`could not restore spilled context ${c.id}`);
-      }
-      rmSync(c.spillPath, { force: true });
-      c.spillPath = undefined;
-    }
-    c.seq = seq;
-    c.sharedWithParent = 0; // restored cells are its own
-  }
-
-  /** Inside exclusive(): a free sequence id, spilling the least recently used idle context if needed. */
-  private async allocSeq(keep?: KvContext): Promise<number> {
-    const resident = [...this.byId.values()].filter((x) => x.seq !== undefined);
-    if (resident.length >= this.maxResident || this.scheduler.availableSeqs === 0) {
-      if (!(await this.spillIdle(keep))) throw new ContextCapacityError();
-    }
-    const seq = this.scheduler.allocSeq();
-    if (seq === undefined) throw new ContextCapacityError();
-    return seq;
-  }
-
-  /** Inside exclusive(): writes a state into seq, spilling idle contexts while the KV cache has no room for it. */
-  private async setState(seq: number, state: Buffer, keep: KvContext): Promise<boolean> {
-    for (;;) {
-      if ((await this.ctx.stateSeqSet(seq, state)) > 0) return true;
-      if (!(await this.spillIdle(keep))) return false;
-    }
-  }
-
-  /** Inside the KV lock: spills the least recently used idle resident context; false when there is none. */
-  private async spillIdle(keep?: KvContext): Promise<boolean> {
-    const victim = [...this.byId.values()].filter((x) => x.seq !== undefined && !x.busy && x !== keep).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-    if (!victim) return false;
-    await this.spill(victim);
-    return true;
-  }
-
-  private async spill(c: KvContext): Promise<void> {
-    mkdirSync(this.spillDir, { recursive: true });
-    const path = join(this.spillDir, `${c.id}.kv`);
-    writeFileAtomic(path, await this.ctx.stateSeqGet(c.seq as number));
-    this.scheduler.freeSeqId(c.seq as number);
-    c.seq = undefined;
-    c.spillPath = path;
   }
 }

@@ -4,12 +4,21 @@ export const PAGE_TOKENS = 256;
 /**
  * A reusable KV-cache context: a sequence of the model's unified KV cache that
  * outlives requests. A fork shares its parent's cells (seq_cp in a unified KV
- * buffer copies no bytes); a page diverges only when written.
+ * buffer copies no bytes, done when the fork is first used); a page diverges
+ * only when written.
  */
 export class KvContext {
-  /** Sequence id while resident; undefined while spilled to disk. */
+  /** Sequence id while resident; undefined while spilled to disk or lazy. */
   seq: number | undefined;
+  /** Never modified in place (always replaced), so forks may share the array. */
   tokens: Int32Array = new Int32Array(0);
+  /**
+   * Set on a fork that has no sequence yet (lazy): its KV is the first
+   * tokens.length positions of this context's, which is never itself lazy and
+   * keeps those positions unchanged until it has given this one a sequence
+   * (residency.ts).
+   */
+  lazySource?: KvContext;
   /** Leading positions whose cells are still the parent's. */
   sharedWithParent = 0;
   spillPath?: string;
@@ -50,7 +59,7 @@ export class KvContext {
       pages: this.pages,
       shared_pages: this.sharedPages,
     };
-    if (this.seq === undefined) o.spilled = true;
+    if (this.spillPath !== undefined) o.spilled = true;
     return o;
   }
 }
