@@ -89,6 +89,31 @@ describe('queue bound', () => {
     expect((await running).status).toBe(200);
     expect((await queued).status).toBe(200);
   });
+
+  it('a named-session request cancelled while queued leaves its context free', async () => {
+    const long = { prompt: 'Once upon a time', max_tokens: 800, temperature: 0, ignore_eos: true };
+    const first = await postJson(`${srv.url}/v1/completions`, { prompt: 'The little dog', max_tokens: 4, temperature: 0, svc_session: 'dog' });
+    expect(first.status).toBe(200);
+    // The next turn starts with what the session holds.
+    const next = `The little dog${(first.json as { choices: { text: string }[] }).choices[0].text}, and`;
+    const running = postJson(`${srv.url}/v1/completions`, long);
+    await until(async () => (await stats(srv.url)).active === 1);
+    const ac = new AbortController();
+    const queued = fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: next, max_tokens: 4, temperature: 0, svc_session: 'dog', stream: true }),
+      signal: ac.signal,
+    }).catch(() => undefined);
+    await until(async () => (await stats(srv.url)).queued === 1);
+    ac.abort();
+    await queued;
+    await until(async () => (await stats(srv.url)).queued === 0);
+    expect((await running).status).toBe(200);
+    // The session's context was released: not 409 "in use by another request".
+    const again = await postJson(`${srv.url}/v1/completions`, { prompt: next, max_tokens: 4, temperature: 0, svc_session: 'dog' });
+    expect(again.status).toBe(200);
+  });
 });
 
 describe('graceful shutdown', () => {

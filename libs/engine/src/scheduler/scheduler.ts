@@ -195,8 +195,11 @@ export class Scheduler {
     }
     for (let i = this.queue.length - 1; i >= 0; i--) {
       if (this.queue[i].cancelled) {
-        this.queue[i].channel.close();
-        this.queue[i].spec.sampler.dispose();
+        const q = this.queue[i];
+        q.channel.close();
+        q.spec.sampler.dispose();
+        // A context bound to it was never touched: let it go as it was.
+        q.spec.session?.onRelease(q.spec.session.held, false);
         this.queue.splice(i, 1);
         this.stats.cancelled++;
       }
