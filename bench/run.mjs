@@ -307,7 +307,8 @@ async function measureServer(port, model, cfg, opts, calib) {
     // 2. TTFT for a short prompt
     {
       const r = await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
-      raw.ttft.push({ promptTokens: r.promptTokens, ttftMs: r.tFirst });
+      // svc reports its own share: admission to first token (svc_prefill_ms); the rest is HTTP and the request pipeline.
+      raw.ttft.push({ promptTokens: r.promptTokens, ttftMs: r.tFirst, serverPrefillMs: r.usage?.svc_prefill_ms ?? r.serverTimings?.prompt_ms ?? null });
     }
     // 3. single-stream decode: tokens after the first / time from first to last token
     {

@@ -2,6 +2,8 @@ import { NativeContext } from '../../libs/engine/src/backend/native-addon';
 import { PrefixCache, PrefixCacheLimits, commonPrefix } from '../../libs/engine/src/scheduler/prefix-cache';
 
 const t = (...xs: number[]) => Int32Array.from(xs);
+const run = (from: number, n: number) => Int32Array.from({ length: n }, (_, i) => from + i);
+const cat = (a: Int32Array, b: Int32Array) => Int32Array.from([...a, ...b]);
 
 /** Records the KV operations the cache asks for; a sequence's "state" is its token count as text. */
 function fakeCtx() {
@@ -56,9 +58,11 @@ describe('PrefixCache', () => {
   });
   it('moves what no running request shares to host memory, and writes it back on a match', async () => {
     const { c, ops, freed } = cache();
-    c.retain(1, t(1, 2, 3, 4));
-    c.retain(2, t(5, 6, 7));
-    const e1 = c.match(t(1))!.entry;
+    const a = run(100, 40);
+    const b = run(200, 40);
+    c.retain(1, a);
+    c.retain(2, b);
+    const e1 = c.match(a.subarray(0, 1))!.entry;
     await c.demoteIdle(new Map([[e1, 2]]));
     // entry 1 keeps the 2 shared positions resident; entry 2 leaves the KV cache entirely
     expect(ops).toEqual(['get 1', 'rm 1 [2,-1)', 'get 2']);
@@ -66,15 +70,24 @@ describe('PrefixCache', () => {
     expect(c.residentCount).toBe(1);
     expect(c.hostBytes).toBe(200);
     ops.length = 0;
-    const r = await c.reuse(t(5, 6, 7, 8), 9);
-    expect(r).toEqual({ n: 3 });
-    expect(ops).toEqual(['set 9 100', 'rm 9 [3,-1)']);
+    const r = await c.reuse(cat(b, t(7)), 9);
+    expect(r).toEqual({ n: 40 });
+    expect(ops).toEqual(['set 9 100', 'rm 9 [40,-1)']);
     expect(c.promotions).toBe(1);
     // within the resident prefix: shared again; past it: written back from memory
     ops.length = 0;
-    expect((await c.reuse(t(1, 2, 0), 10)).shared).toBe(e1);
-    expect((await c.reuse(t(1, 2, 3, 4, 5), 11)).n).toBe(4);
-    expect(ops).toEqual(['cp 1->10 [0,2)', 'set 11 100', 'rm 11 [4,-1)']);
+    expect((await c.reuse(cat(a.subarray(0, 2), t(0)), 10)).shared).toBe(e1);
+    expect((await c.reuse(cat(a, t(5)), 11)).n).toBe(40);
+    expect(ops).toEqual(['cp 1->10 [0,2)', 'set 11 100', 'rm 11 [40,-1)']);
+  });
+  it('a short match is prefilled again rather than writing a whole state back', async () => {
+    const { c, ops } = cache();
+    c.retain(1, run(100, 400));
+    await c.demoteIdle(new Map());
+    ops.length = 0;
+    // 40 of 400 tokens: not worth a 400-token state write
+    expect(await c.reuse(cat(run(100, 40), t(1)), 5)).toEqual({ n: 0 });
+    expect(ops).toEqual([]);
   });
   it('with the KV cache on a device, only the prompt part goes to host memory', async () => {
     const { c, ops, freed } = cache({ hostPromptOnly: true });

@@ -39,7 +39,7 @@ export class EngineService implements OnApplicationShutdown {
     const lm = await this.models.acquire(req.model);
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
-    const tokens = await lm.native.tokenize(rendered.text, true, true);
+    const tokens = await tokenizePrompt(lm, rendered.text);
     if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
     const limit = lm.scheduler.nCtxSeq;
     if (tokens.length + 1 > limit) {
@@ -173,4 +173,10 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
   else if (c.kind === 'lexicon') throw new InvalidRequestError('svc_lexicon reached the sampler unresolved');
   for (const k of Object.keys(o) as Array<keyof NativeSamplerOptions>) if (o[k] === undefined) delete o[k];
   return o;
+}
+
+/** Short prompts are tokenized on the spot (microseconds); long ones on the engine's thread, off the event loop. */
+const SYNC_TOKENIZE_CHARS = 8192;
+function tokenizePrompt(lm: LoadedModel, text: string): Promise<Int32Array> | Int32Array {
+  return text.length <= SYNC_TOKENIZE_CHARS ? lm.native.tokenizeSync(text, true, true) : lm.native.tokenize(text, true, true);
 }

@@ -207,6 +207,9 @@ export class ModelManager {
       cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
       cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
       kvOnDevice: this.backend.name !== 'cpu' && c.gpuLayers !== 0,
+      // Tuning knobs for the decode chain (see SchedulerOptions); not flags.
+      chainSteps: envInt('SVC_CHAIN_STEPS'),
+      chainMs: envInt('SVC_CHAIN_MS'),
     });
     const ms = performance.now() - started;
     this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request`);
@@ -219,4 +222,9 @@ export class ModelManager {
     for (const fn of this.loadListeners) fn(lm);
     return lm;
   }
+}
+
+function envInt(name: string): number | undefined {
+  const v = Number(process.env[name]);
+  return process.env[name] !== undefined && Number.isInteger(v) && v > 0 ? v : undefined;
 }

@@ -47,6 +47,9 @@ export interface PrefixReuse {
   shared?: PrefixEntry;
 }
 
+/** Shorter matches are prefilled again: cheaper than writing a state back. */
+const MIN_PROMOTE_TOKENS = 32;
+
 export class PrefixCache {
   private readonly entries: PrefixEntry[] = [];
   private clock = 0;
@@ -98,7 +101,8 @@ export class PrefixCache {
       this.ctx.seqCopy(e.seq, seq, 0, n);
       return { n, shared: e };
     }
-    if (e.state) {
+    // Writing a whole state back pays for all of it: only for a match worth it.
+    if (e.state && n >= MIN_PROMOTE_TOKENS && n * 8 >= e.tokens.length) {
       if ((await this.ctx.stateSeqSet(seq, e.state)) > 0) {
         this.ctx.seqRemove(seq, n, -1);
         this.promotions++;

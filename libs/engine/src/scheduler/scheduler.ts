@@ -25,8 +25,10 @@ export interface SchedulerOptions {
   kvOnDevice?: boolean;
   /**
    * Decode steps one native call may chain for a batch of decoding sequences
-   * (1 = off) and the time after which it starts no further one: the JS round
-   * trip per token dominates small models, while streams should not come in bursts.
+   * (1 = off; default 64) and the time after which it starts no further one
+   * (default 24 ms): the JS round trip per chain leaves the GPU idle, while
+   * streams should not come in long bursts (24 ms is below what a reader sees).
+   * New requests, cancels and context operations end a chain at once.
    */
   chainSteps?: number;
   chainMs?: number;
@@ -161,8 +163,9 @@ export class Scheduler {
           this.reap();
           await this.admit();
           if (this.active.length > 0) {
-            await this.cache.demoteIdle(this.sharedPrefixes());
             await this.step();
+            // After the step, not before: a new request's first token does not wait for it.
+            if (this.active.length > 0) await this.cache.demoteIdle(this.sharedPrefixes());
           }
         });
       }
@@ -337,7 +340,7 @@ export class Scheduler {
     // A batch of decoding sequences alone may run several steps natively; new
     // requests (submit) and cancels end the chain early via requestYield().
     const canChain = prefill === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
-    const opts = { maxSteps: canChain ? (this.opts.chainSteps ?? 32) : 1, maxMs: this.opts.chainMs ?? 8 };
+    const opts = { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
       // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
