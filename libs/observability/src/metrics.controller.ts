@@ -41,6 +41,7 @@ export class MetricsController {
       prompt_tokens_decoded: s.promptTokensDecoded,
       cached_prompt_tokens: s.cachedPromptTokens,
       prompt_cache: lm.scheduler.promptCache,
+      pipelined_chains: s.pipelinedChains,
       generated_tokens: s.generatedTokens,
       decode_ms: Math.round(s.decodeUs / 1000),
     };

@@ -4,7 +4,7 @@ import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
@@ -207,6 +207,7 @@ export class ModelManager {
       cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
       cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
       kvOnDevice: this.backend.name !== 'cpu' && c.gpuLayers !== 0,
+      pipeline: process.env.SVC_PIPELINE ? process.env.SVC_PIPELINE === '1' : (this.backend.name !== 'cpu' && c.gpuLayers !== 0) || c.threads < availableParallelism(),
       // Tuning knobs for the decode chain (see SchedulerOptions); not flags.
       chainSteps: envInt('SVC_CHAIN_STEPS'),
       chainMs: envInt('SVC_CHAIN_MS'),

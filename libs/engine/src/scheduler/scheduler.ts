@@ -1,7 +1,8 @@
-import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest } from '../backend/native-addon';
+import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest, NativeStepResult } from '../backend/native-addon';
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
+import { BatchBuilder } from './batch-builder';
 import { PrefixCache, PrefixEntry } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
@@ -23,6 +24,11 @@ export interface SchedulerOptions {
   cacheHostBytes?: number;
   /** The KV cache is in device memory (see PrefixCacheLimits.hostPromptOnly). */
   kvOnDevice?: boolean;
+  /**
+   * Start a decoding batch's next chain before JS handles the last one's tokens.
+   * Off when decode threads take every CPU: JS would then preempt them mid-step.
+   */
+  pipeline?: boolean;
   /**
    * Decode steps one native call may chain for a batch of decoding sequences
    * (1 = off; default 64) and the time after which it starts no further one
@@ -48,12 +54,9 @@ export class Scheduler {
   private readonly cache: PrefixCache;
   private readonly kv = new KvLock();
   private running = false;
+  private exclusiveWaiting = 0;
   private closing = false;
-  // Batch buffers live as long as the scheduler: the addon copies them, so no per-step allocation.
-  private readonly bTokens: Int32Array;
-  private readonly bPos: Int32Array;
-  private readonly bSeq: Int32Array;
-  private readonly bLogits: Uint8Array;
+  private readonly batches: BatchBuilder;
   private idle?: () => void;
   private pressureRelief?: () => Promise<boolean>;
 
@@ -62,10 +65,7 @@ export class Scheduler {
     private readonly ctx: NativeContext,
     private readonly opts: SchedulerOptions,
   ) {
-    this.bTokens = new Int32Array(opts.nBatch);
-    this.bPos = new Int32Array(opts.nBatch);
-    this.bSeq = new Int32Array(opts.nBatch);
-    this.bLogits = new Uint8Array(opts.nBatch);
+    this.batches = new BatchBuilder(opts.nBatch, opts.nCtxSeq);
     const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(
@@ -109,8 +109,13 @@ export class Scheduler {
    * Inside fn, allocSeq/freeSeqId may be used.
    */
   exclusive<T>(fn: () => T | Promise<T>): Promise<T> {
+    // Counted so a pipelined decode does not start another chain before it.
+    this.exclusiveWaiting++;
     this.ctx.requestYield();
-    return this.kv.run(fn);
+    return this.kv.run(() => {
+      this.exclusiveWaiting--;
+      return fn();
+    });
   }
 
   /** A sequence id for a long-lived context; undefined when every id is busy. Call inside exclusive(). */
@@ -283,59 +288,10 @@ export class Scheduler {
     this.freeSeqs.push(seq);
   }
 
-  private buildBatch(): { batch: NativeBatch; samples: NativeSampleRequest[]; owners: Sequence[]; prefill: number; sequences: number } {
-    const cap = this.opts.nBatch;
-    const tokens = this.bTokens;
-    const pos = this.bPos;
-    const seqIds = this.bSeq;
-    const logits = this.bLogits.fill(0);
-    const samples: NativeSampleRequest[] = [];
-    const owners: Sequence[] = [];
-    let n = 0;
-    let prefill = 0;
-    let sequences = 0;
-    for (const s of this.active) {
-      if (s.prefilling || n >= cap) continue;
-      tokens[n] = s.lastToken;
-      pos[n] = s.length - 1;
-      seqIds[n] = s.seq;
-      logits[n] = 1;
-      samples.push(this.sampleRequest(s, n));
-      owners.push(s);
-      n++;
-      sequences++;
-    }
-    for (const s of this.active) {
-      if (!s.prefilling || n >= cap) continue;
-      const prompt = s.spec.promptTokens;
-      const take = Math.min(cap - n, prompt.length - s.nPast);
-      for (let i = 0; i < take; i++) {
-        tokens[n] = prompt[s.nPast + i];
-        pos[n] = s.nPast + i;
-        seqIds[n] = s.seq;
-        n++;
-      }
-      s.nPast += take;
-      prefill += take;
-      if (take > 0) sequences++;
-      if (!s.prefilling) {
-        logits[n - 1] = 1;
-        samples.push(this.sampleRequest(s, n - 1));
-        owners.push(s);
-      }
-    }
-    const batch = { tokens: tokens.subarray(0, n), pos: pos.subarray(0, n), seq: seqIds.subarray(0, n), logits: logits.subarray(0, n) };
-    return { batch, samples, owners, prefill, sequences };
-  }
-
-  /** Budget: tokens the sequence may still take, so a chained step stops where JS would. */
-  private sampleRequest(s: Sequence, index: number): NativeSampleRequest {
-    const left = Math.min(s.spec.maxTokens - s.generated.length, this.opts.nCtxSeq - s.length - 1);
-    return { index, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs), budget: Math.max(1, left), stopOnEog: !s.spec.ignoreEos };
-  }
-
   private async step(): Promise<void> {
-    const { batch, samples, owners, prefill, sequences } = this.buildBatch();
+    const built = this.batches.build(this.active);
+    let { batch, samples } = built;
+    const { owners, prefill, sequences } = built;
     if (batch.tokens.length === 0) return;
     // A batch of decoding sequences alone may run several steps natively; new
     // requests (submit) and cancels end the chain early via requestYield().
@@ -348,15 +304,68 @@ export class Scheduler {
       result = await this.ctx.step(batch, samples, opts);
     }
     if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
+    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
+    const finished: Sequence[] = [];
+    try {
+      let first = true;
+      for (;;) {
+        // Pipelining: the next chain of the same decoding sequences starts before
+        // JS handles this one's tokens, so the engine does not wait on JS.
+        const next = canChain && this.opts.pipeline ? this.continuation(batch, samples, owners, result) : undefined;
+        const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
+        if (inflight) this.stats.pipelinedChains++;
+        this.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
+        first = false;
+        if (!inflight || !next) break;
+        // A stop string ended a sequence: the chain in flight decodes for it in vain, end it soon.
+        if (finished.length > 0) this.ctx.requestYield();
+        const r = await inflight;
+        // KV full (nothing was decoded): the next iteration's fresh batch deals with it.
+        if (r.status !== 0) break;
+        ({ batch, samples } = next);
+        result = r;
+      }
+    } finally {
+      for (const s of finished) this.release(s, true);
+    }
+  }
+
+  /**
+   * The same decoding sequences' next chain, when nothing needs JS first: no
+   * request waiting, no context operation waiting, nobody cancelled, finished,
+   * out of budget or at an end token. The batch buffers are reused in place.
+   */
+  private continuation(batch: NativeBatch, samples: NativeSampleRequest[], owners: Sequence[], r: NativeStepResult): { batch: NativeBatch; samples: NativeSampleRequest[] } | undefined {
+    const steps = r.steps ?? 1;
+    const n = owners.length;
+    if (steps < 1 || this.queue.length > 0 || this.exclusiveWaiting > 0 || n !== batch.tokens.length) return undefined;
+    const next: NativeSampleRequest[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = owners[i];
+      const last = r.tokens[(steps - 1) * n + i];
+      const budget = (samples[i].budget ?? 1) - steps;
+      if (s.finished || s.cancelled || budget <= 0 || (samples[i].stopOnEog && this.model.isEog(last))) return undefined;
+      next.push({ ...samples[i], budget });
+    }
+    for (let i = 0; i < n; i++) {
+      batch.tokens[i] = r.tokens[(steps - 1) * n + i];
+      batch.pos[i] += steps;
+    }
+    return { batch, samples: next };
+  }
+
+  /** Hands a step's tokens to their sequences; the ones that finish leave `active` and go to `finished`. */
+  private accept(result: NativeStepResult, owners: Sequence[], batchTokens: number, sequences: number, prefill: number, finished: Sequence[]): void {
     const steps = Math.max(1, result.steps ?? 1);
     for (let k = 0; k < steps; k++) {
-      this.stats.recordStep(batch.tokens.length, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
+      this.stats.recordStep(batchTokens, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
     }
     const now = performance.now();
     const n = owners.length;
     for (let k = 0; k < steps; k++) {
-      owners.forEach((s, i) => {
-        if (s.finished || s.cancelled) return;
+      for (let i = 0; i < n; i++) {
+        const s = owners[i];
+        if (s.finished || s.cancelled) continue;
         const r = s.accept(result.tokens[k * n + i], result.logprobs[k * n + i] ?? null, this.opts.nCtxSeq);
         this.stats.generatedTokens++;
         if (r.finish) {
@@ -368,14 +377,9 @@ export class Scheduler {
             completionTokens: s.generated.length,
           });
           this.active.splice(this.active.indexOf(s), 1);
-          this.release(s, true);
+          finished.push(s);
         }
-      });
+      }
     }
   }
-}
-
-/** -1 asks for the chosen token's logprob only: one alternative is computed and dropped. */
-function topN(logprobs: number): number {
-  return logprobs < 0 ? 1 : logprobs;
 }

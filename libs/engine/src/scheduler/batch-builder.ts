@@ -1,0 +1,91 @@
+import { NativeBatch, NativeSampleRequest } from '../backend/native-addon';
+import { Sequence } from './sequence';
+
+export interface BuiltBatch {
+  batch: NativeBatch;
+  samples: NativeSampleRequest[];
+  /** The sequence of each sample request, in order. */
+  owners: Sequence[];
+  /** Prompt tokens in the batch. */
+  prefill: number;
+  /** Sequences with an entry in the batch. */
+  sequences: number;
+}
+
+/**
+ * One decode step's batch: the next token of every generating sequence first,
+ * then chunks of pending prompts. Its buffers live as long as the scheduler
+ * (the addon copies them): no per-step allocation.
+ */
+export class BatchBuilder {
+  private readonly tokens: Int32Array;
+  private readonly pos: Int32Array;
+  private readonly seq: Int32Array;
+  private readonly logits: Uint8Array;
+
+  constructor(
+    private readonly nBatch: number,
+    private readonly nCtxSeq: number,
+  ) {
+    this.tokens = new Int32Array(nBatch);
+    this.pos = new Int32Array(nBatch);
+    this.seq = new Int32Array(nBatch);
+    this.logits = new Uint8Array(nBatch);
+  }
+
+  build(active: Sequence[]): BuiltBatch {
+    const cap = this.nBatch;
+    const tokens = this.tokens;
+    const pos = this.pos;
+    const seqIds = this.seq;
+    const logits = this.logits.fill(0);
+    const samples: NativeSampleRequest[] = [];
+    const owners: Sequence[] = [];
+    let n = 0;
+    let prefill = 0;
+    let sequences = 0;
+    for (const s of active) {
+      if (s.prefilling || n >= cap) continue;
+      tokens[n] = s.lastToken;
+      pos[n] = s.length - 1;
+      seqIds[n] = s.seq;
+      logits[n] = 1;
+      samples.push(this.sampleRequest(s, n));
+      owners.push(s);
+      n++;
+      sequences++;
+    }
+    for (const s of active) {
+      if (!s.prefilling || n >= cap) continue;
+      const prompt = s.spec.promptTokens;
+      const take = Math.min(cap - n, prompt.length - s.nPast);
+      for (let i = 0; i < take; i++) {
+        tokens[n] = prompt[s.nPast + i];
+        pos[n] = s.nPast + i;
+        seqIds[n] = s.seq;
+        n++;
+      }
+      s.nPast += take;
+      prefill += take;
+      if (take > 0) sequences++;
+      if (!s.prefilling) {
+        logits[n - 1] = 1;
+        samples.push(this.sampleRequest(s, n - 1));
+        owners.push(s);
+      }
+    }
+    const batch = { tokens: tokens.subarray(0, n), pos: pos.subarray(0, n), seq: seqIds.subarray(0, n), logits: logits.subarray(0, n) };
+    return { batch, samples, owners, prefill, sequences };
+  }
+
+  /** Budget: tokens the sequence may still take, so a chained step stops where JS would. */
+  private sampleRequest(s: Sequence, index: number): NativeSampleRequest {
+    const left = Math.min(s.spec.maxTokens - s.generated.length, this.nCtxSeq - s.length - 1);
+    return { index, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs), budget: Math.max(1, left), stopOnEog: !s.spec.ignoreEos };
+  }
+}
+
+/** -1 asks for the chosen token's logprob only: one alternative is computed and dropped. */
+function topN(logprobs: number): number {
+  return logprobs < 0 ? 1 : logprobs;
+}
