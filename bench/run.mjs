@@ -284,10 +284,34 @@ async function calibratePrompt(port, target, timeoutMs) {
   return { reps, tokens: null };
 }
 
+/** svc's /v1/stats (null elsewhere). */
+async function serverStats(port) {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path: '/v1/stats', agent: false, timeout: 2000 }, (res) => {
+      let b = '';
+      res.on('data', (d) => (b += d));
+      res.on('end', () => {
+        try {
+          const j = JSON.parse(b);
+          resolve(res.statusCode === 200 && typeof j.decode_ms === 'number' ? j : null);
+        } catch {
+          resolve(null);
+        }
+      });
+    });
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
 async function measureServer(port, model, cfg, opts, calib) {
   const timeoutMs = opts.timeoutS * 1000;
-  // warm-up (not counted)
+  // warm-up (not counted): every path the measurements take once, so a JIT-compiled
+  // server is measured warm like a native one.
   await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 8), timeoutMs);
+  await streamCompletion(port, completionBody(tag() + repeatTo(2), 32), timeoutMs);
+  await Promise.all(Array.from({ length: opts.parallel }, (_, k) =>
+    streamCompletion(port, completionBody(tag() + CONC_PROMPTS[k % CONC_PROMPTS.length], 16), timeoutMs)));
 
   if (!calib.prefillReps) {
     const c = await calibratePrompt(port, cfg.prefillTokens, timeoutMs);
@@ -312,9 +336,14 @@ async function measureServer(port, model, cfg, opts, calib) {
     }
     // 3. single-stream decode: tokens after the first / time from first to last token
     {
+      const before = await serverStats(port);
       const r = await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, decodeN), timeoutMs);
+      const after = await serverStats(port);
       const dt = (r.tLast - r.tFirst) / 1000;
-      raw.decode.push({ completionTokens: r.completionTokens, finishReason: r.finishReason, seconds: dt, tps: r.completionTokens > 1 && dt > 0 ? (r.completionTokens - 1) / dt : null, server: r.serverTimings?.predicted_per_second ?? null });
+      // The engine's own share per generated token (llama-server: its timings; svc: /v1/stats decode_ms + sample_ms).
+      const engineMsPerToken = r.serverTimings?.predicted_per_token_ms ??
+        (before && after && r.completionTokens ? (after.decode_ms + after.sample_ms - before.decode_ms - before.sample_ms) / r.completionTokens : null);
+      raw.decode.push({ completionTokens: r.completionTokens, finishReason: r.finishReason, seconds: dt, tps: r.completionTokens > 1 && dt > 0 ? (r.completionTokens - 1) / dt : null, server: r.serverTimings?.predicted_per_second ?? null, engineMsPerToken });
     }
     // 4. N concurrent streams: total completion tokens / wall time
     {
@@ -331,6 +360,8 @@ async function measureServer(port, model, cfg, opts, calib) {
     prefill_prompt_tokens: median(raw.prefill.map((x) => x.promptTokens)),
     decode_tps: median(raw.decode.map((x) => x.tps)),
     decode_tokens: median(raw.decode.map((x) => x.completionTokens)),
+    // engine time per generated token (decode + sample), as the server reports it
+    engine_ms_per_token: median(raw.decode.map((x) => x.engineMsPerToken)),
     ttft_ms: median(raw.ttft.map((x) => x.ttftMs)),
     [`agg${opts.parallel}_tps`]: median(raw.concurrent.map((x) => x.tps)),
     // [min, max] over the repetitions, to show how noisy the machine was
@@ -416,7 +447,7 @@ async function main() {
         r.command = argv.join(' ');
         r.startup_s = srv.startS;
         results[m][s] = r;
-        console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms, agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s`);
+        console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms, agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token`);
       } finally {
         await stopServer(srv);
       }

@@ -33,7 +33,7 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     concurrency: 4,
     queueLimit: 64,
     ctxSize: 0,
-    batchSize: 512,
+    batchSize: 2048,
     gpuLayers: -1,
     cacheSlots: 8,
     cacheRamMiB: 4096,

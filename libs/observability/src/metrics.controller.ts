@@ -44,6 +44,7 @@ export class MetricsController {
       pipelined_chains: s.pipelinedChains,
       generated_tokens: s.generatedTokens,
       decode_ms: Math.round(s.decodeUs / 1000),
+      sample_ms: Math.round(s.sampleUs / 1000),
     };
   }
 }

@@ -22,7 +22,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'threads', kind: 'int', help: 'CPU threads for decoding (default: all cores)', env: 'SVC_THREADS' },
   { name: 'threads-batch', kind: 'int', help: 'CPU threads for prompt batches (default: -threads)' },
   { name: 'ctx-size', kind: 'int', help: 'positions per request (default: the model\'s, at most 4096)', aliases: ['c'] },
-  { name: 'batch-size', kind: 'int', help: 'tokens per decode step (default 512)', aliases: ['b'] },
+  { name: 'batch-size', kind: 'int', help: 'tokens per decode step (default 2048, computed in micro-batches of at most 512)', aliases: ['b'] },
   { name: 'gpu-layers', kind: 'int', help: 'layers offloaded to the GPU (default all; 0 = none)', aliases: ['ngl'] },
   { name: 'backend', kind: 'string', help: 'auto, cpu, cuda or metal (default auto)', env: 'SVC_BACKEND' },
   { name: 'flash-attn', kind: 'string', help: 'auto, on or off (default auto)', aliases: ['fa'] },

@@ -192,7 +192,8 @@ export class ModelManager {
     const ctx = await native.createContext({
       nCtx: nCtxSeq * c.concurrency,
       nBatch: c.batchSize,
-      nUbatch: c.batchSize,
+      // llama-server's split: one step takes up to batchSize prompt tokens, computed 512 at a time.
+      nUbatch: Math.min(c.batchSize, 512),
       nSeqMax,
       nThreads: c.threads,
       nThreadsBatch: c.threadsBatch,

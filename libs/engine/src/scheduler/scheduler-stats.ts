@@ -36,6 +36,8 @@ export class SchedulerStats {
   cachedPromptTokens = 0;
   generatedTokens = 0;
   decodeUs = 0;
+  /** Microseconds the engine spent sampling (llama.cpp's sampler chains, logprobs). */
+  sampleUs = 0;
   /** Chains started before JS handled the previous one's tokens. */
   pipelinedChains = 0;
   private readonly observers: StatsObserver[] = [];

@@ -40,6 +40,9 @@ export interface SchedulerOptions {
   chainMs?: number;
 }
 
+/** Prompt tokens waiting to be decoded above which retained cells leave the KV cache before the step. */
+const EARLY_DEMOTE_PROMPT_TOKENS = 64;
+
 /**
  * Continuous batching over one model's context. Each step decodes one batch
  * holding the next token of every generating sequence plus chunks of pending
@@ -168,9 +171,12 @@ export class Scheduler {
           this.reap();
           await this.admit();
           if (this.active.length > 0) {
+            // Retained cells widen a step's attention: before a long prefill they go
+            // first; otherwise after the step, so a short prompt's first token does not wait.
+            const early = this.pendingPromptTokens() >= EARLY_DEMOTE_PROMPT_TOKENS;
+            if (early) await this.cache.demoteIdle(this.sharedPrefixes());
             await this.step();
-            // After the step, not before: a new request's first token does not wait for it.
-            if (this.active.length > 0) await this.cache.demoteIdle(this.sharedPrefixes());
+            if (!early && this.active.length > 0) await this.cache.demoteIdle(this.sharedPrefixes());
           }
         });
       }
@@ -237,6 +243,12 @@ export class Scheduler {
     s.cachedTokens = n;
     if (shared) s.sharedPrefix = { entry: shared, length: n };
     this.stats.cachedPromptTokens += n;
+  }
+
+  private pendingPromptTokens(): number {
+    let n = 0;
+    for (const s of this.active) if (s.prefilling) n += s.spec.promptTokens.length - s.nPast;
+    return n;
   }
 
   /** Retained entries whose cells running requests share, with the longest shared length. */
@@ -357,6 +369,7 @@ export class Scheduler {
   /** Hands a step's tokens to their sequences; the ones that finish leave `active` and go to `finished`. */
   private accept(result: NativeStepResult, owners: Sequence[], batchTokens: number, sequences: number, prefill: number, finished: Sequence[]): void {
     const steps = Math.max(1, result.steps ?? 1);
+    this.stats.sampleUs += result.sampleUs ?? 0;
     for (let k = 0; k < steps; k++) {
       this.stats.recordStep(batchTokens, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
     }
