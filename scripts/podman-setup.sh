@@ -88,6 +88,59 @@ EOF
   log "wrote $CONF"
 }
 
+# The Debian minbase root filesystem every local stand-in image starts from (cached tarball;
+# prints its path). debootstrap runs once per machine.
+ensure_rootfs() {
+  local tarball="$CACHE_DIR/debian-$SUITE-minbase.tar"
+  as_root mkdir -p "$CACHE_DIR"
+  if [ ! -s "$tarball" ]; then
+    local root="$CACHE_DIR/rootfs-$SUITE"
+    as_root rm -rf "$root"
+    log "debootstrap --variant=minbase $SUITE (about a minute)"
+    local t0=$SECONDS
+    as_root debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >&2 \
+      || die "debootstrap failed (is $MIRROR reachable?)"
+    # Same apt sources as the official Debian images (with security + updates).
+    as_root rm -f "$root/etc/apt/sources.list"
+    as_root tee "$root/etc/apt/sources.list.d/debian.sources" >/dev/null <<EOF
+Types: deb
+URIs: $MIRROR
+Suites: $SUITE $SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: $SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    as_root chroot "$root" apt-get clean >&2 || true
+    as_root rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"*.bin "$root/var/log/"*.log
+    as_root tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
+    as_root mv "$tarball.tmp" "$tarball"
+    as_root rm -rf "$root"
+    log "debootstrap done in $((SECONDS - t0)) s, cached at $tarball"
+  else
+    log "reusing cached $tarball"
+  fi
+
+  echo "$tarball"
+}
+
+# This machine's own trust: local CAs (e.g. a TLS-inspecting egress proxy in front of the
+# npm registry) into a stand-in's root filesystem. Debian's place for them is
+# /usr/local/share/ca-certificates, which `apt-get install ca-certificates` in a builder stage
+# folds into the system bundle; Node reads the bundle through NODE_EXTRA_CA_CERTS (the caller
+# sets it when this returns 0). The official images need none of this.
+add_local_cas() {
+  local stage="$1"
+  ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1 || return 1
+  as_root mkdir -p "$stage/usr/local/share/ca-certificates" "$stage/etc/ssl/certs"
+  as_root cp /usr/local/share/ca-certificates/*.crt "$stage/usr/local/share/ca-certificates/"
+  cat /usr/local/share/ca-certificates/*.crt | as_root tee "$stage/etc/ssl/certs/ca-certificates.crt" >/dev/null
+}
+
 # The base image: Debian bookworm minbase + this machine's Node 20 laid out as the official
 # node image does (/usr/local/bin/node, /usr/local/lib/node_modules/npm, user node uid 1000).
 base_stamp() {
@@ -121,39 +174,7 @@ build_base() {
   done
   [ -n "$npm_dir" ] || die "npm's folder not found next to $node_bin"
 
-  as_root mkdir -p "$CACHE_DIR"
-  tarball="$CACHE_DIR/debian-$SUITE-minbase.tar"
-  if [ ! -s "$tarball" ]; then
-    local root="$CACHE_DIR/rootfs-$SUITE"
-    as_root rm -rf "$root"
-    log "debootstrap --variant=minbase $SUITE (about a minute)"
-    local t0=$SECONDS
-    as_root debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >&2 \
-      || die "debootstrap failed (is $MIRROR reachable?)"
-    # Same apt sources as the official Debian images (with security + updates).
-    as_root rm -f "$root/etc/apt/sources.list"
-    as_root tee "$root/etc/apt/sources.list.d/debian.sources" >/dev/null <<EOF
-Types: deb
-URIs: $MIRROR
-Suites: $SUITE $SUITE-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: $SUITE-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    as_root chroot "$root" apt-get clean >&2 || true
-    as_root rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"*.bin "$root/var/log/"*.log
-    as_root tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
-    as_root mv "$tarball.tmp" "$tarball"
-    as_root rm -rf "$root"
-    log "debootstrap done in $((SECONDS - t0)) s, cached at $tarball"
-  else
-    log "reusing cached $tarball"
-  fi
+  tarball="$(ensure_rootfs)"
 
   # Layer Node on top, as the official image does.
   local stage
@@ -165,17 +186,8 @@ EOF
   as_root cp -a "$npm_dir" "$stage/usr/local/lib/node_modules/npm"
   as_root ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$stage/usr/local/bin/npm"
   as_root ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$stage/usr/local/bin/npx"
-  # This machine's own trust: local CAs (e.g. a TLS-inspecting egress proxy in front of the
-  # npm registry). Debian's place for them is /usr/local/share/ca-certificates, which
-  # `apt-get install ca-certificates` in the builder stage folds into the system bundle;
-  # Node reads the bundle through NODE_EXTRA_CA_CERTS. The official image needs none of this.
   local extra_ca=()
-  if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
-    as_root mkdir -p "$stage/usr/local/share/ca-certificates" "$stage/etc/ssl/certs"
-    as_root cp /usr/local/share/ca-certificates/*.crt "$stage/usr/local/share/ca-certificates/"
-    cat /usr/local/share/ca-certificates/*.crt | as_root tee "$stage/etc/ssl/certs/ca-certificates.crt" >/dev/null
-    extra_ca=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
-  fi
+  add_local_cas "$stage" && extra_ca=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
   if ! grep -q '^node:' "$stage/etc/passwd"; then
     as_root chroot "$stage" groupadd --gid 1000 node
     as_root chroot "$stage" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
@@ -245,10 +257,14 @@ status() {
   sock_alive && log "API: up on $SOCK" || log "API: down"
 }
 
+# Sourced (scripts/cuda-base-images.sh): functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
 cmd="${1:-up}"
 case "$cmd" in
   install) install_pkgs ;;
   base) install_pkgs; build_base "${2:-}" ;;
+  rootfs) ensure_rootfs ;;
   start) start_service ;;
   stop) stop_service ;;
   env) print_env ;;
