@@ -10,7 +10,7 @@
 // or when SVC_TEST_CUDA_IMAGE=1 insists (then a missing image fails). Otherwise it is skipped.
 import { execFileSync } from 'node:child_process';
 import { GenericContainer, getContainerRuntimeClient, ImageName, StartedTestContainer, Wait } from 'testcontainers';
-import { defaultToPodman, engine, execOk, health, MODEL_FILE, MODELS_DIR, neverPull, openai, PORT, requireModel, SKIP } from './support';
+import { defaultToPodman, engine, execOk, expectAllProcessesAs10001, health, MODEL_FILE, MODELS_DIR, neverPull, openai, PORT, requireModel, SKIP } from './support';
 
 const IMAGE = process.env.SVC_CUDA_IMAGE ?? 'localhost/svc:cuda';
 const INSIST = process.env.SVC_TEST_CUDA_IMAGE === '1';
@@ -92,9 +92,7 @@ suite('CUDA image (docker/Dockerfile.cuda) without a GPU', () => {
 
   it('runs as the non-root user 10001 and has a HEALTHCHECK that passes', async () => {
     const c = started!;
-    const uids = (await execOk(c, ['sh', '-c', 'grep -h "^Uid:" /proc/[0-9]*/status'])).split('\n');
-    expect(uids.length).toBeGreaterThanOrEqual(2);
-    for (const line of uids) expect(line.split(/\s+/).slice(1)).toEqual(['10001', '10001', '10001', '10001']);
+    await expectAllProcessesAs10001(c);
     const client = await getContainerRuntimeClient();
     const image = await client.image.inspect(ImageName.fromString(IMAGE));
     expect(image.Config.User).toBe('10001:10001');

@@ -8,7 +8,7 @@
 // The first build compiles llama.cpp inside the image (about 10 min on 2 cores); later builds
 // reuse the engine's layer cache. DEBUG=testcontainers:build prints the build log.
 import { GenericContainer, getContainerRuntimeClient, ImageName, StartedTestContainer, Wait } from 'testcontainers';
-import { defaultToPodman, engine, execOk, health, MODEL_FILE, MODELS_DIR, modelIds, neverPull, openai, PORT, requireModel, ROOT, SKIP } from './support';
+import { defaultToPodman, engine, execOk, expectAllProcessesAs10001, health, MODEL_FILE, MODELS_DIR, modelIds, neverPull, openai, PORT, requireModel, ROOT, SKIP } from './support';
 
 const IMAGE = process.env.SVC_TEST_IMAGE ?? 'localhost/svc-test:cpu';
 
@@ -99,9 +99,7 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
     const c = started!;
     expect(await execOk(c, ['id', '-u'])).toBe('10001');
     // Every process in the container, PID 1 (tini) and the node server included.
-    const uids = (await execOk(c, ['sh', '-c', 'grep -h "^Uid:" /proc/[0-9]*/status'])).split('\n');
-    expect(uids.length).toBeGreaterThanOrEqual(2);
-    for (const line of uids) expect(line.split(/\s+/).slice(1)).toEqual(['10001', '10001', '10001', '10001']);
+    await expectAllProcessesAs10001(c);
     const client = await getContainerRuntimeClient();
     const info = await client.image.inspect(ImageName.fromString(IMAGE));
     expect(info.Config.User).toBe('10001:10001');

@@ -75,6 +75,13 @@ export async function execOk(c: StartedTestContainer, cmd: string[]): Promise<st
   return r.output.trim();
 }
 
+/** Every process in the container (PID 1 and the server at least) runs as uid/gid 10001. */
+export async function expectAllProcessesAs10001(c: StartedTestContainer): Promise<void> {
+  const uids = (await execOk(c, ['sh', '-c', 'grep -h "^Uid:" /proc/[0-9]*/status'])).split('\n');
+  expect(uids.length).toBeGreaterThanOrEqual(2);
+  for (const line of uids) expect(line.split(/\s+/).slice(1)).toEqual(['10001', '10001', '10001', '10001']);
+}
+
 export interface Ran {
   code: number;
   out: string;
