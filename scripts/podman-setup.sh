@@ -324,5 +324,5 @@ case "$cmd" in
   env) print_env ;;
   status) status ;;
   up) install_pkgs; build_base; build_prometheus; start_service; print_env ;;
-  *) die "unknown command $cmd (install|base|start|stop|env|status|up)" ;;
+  *) die "unknown command $cmd (install|base|rootfs|start|stop|env|status|up)" ;;
 esac
