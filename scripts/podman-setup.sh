@@ -6,8 +6,11 @@
 #                                        image(s) if missing, start the Docker-compatible API
 #                                        socket; prints `export ...` lines on stdout, so:
 #                                          eval "$(bash scripts/podman-setup.sh up)"
-#   bash scripts/podman-setup.sh install podman, runc, debootstrap + /etc/containers/containers.conf
-#   bash scripts/podman-setup.sh base    the local base image(s) (cached: once per machine)
+#   bash scripts/podman-setup.sh install podman, runc, debootstrap, podman-compose
+#                                        + /etc/containers/containers.conf
+#   bash scripts/podman-setup.sh base    the local stand-in images (cached: once per machine):
+#                                        node:20-bookworm-slim, prom/prometheus:v2.55.1
+#   bash scripts/podman-setup.sh rootfs  the cached Debian minbase tarball (prints its path)
 #   bash scripts/podman-setup.sh start   start `podman system service` (if no socket answers)
 #   bash scripts/podman-setup.sh stop    stop the service this script started (pid file)
 #   bash scripts/podman-setup.sh env     print the environment for testcontainers
@@ -29,6 +32,7 @@
 set -euo pipefail
 
 BASE_IMAGE="${SVC_BASE_IMAGE:-docker.io/library/node:20-bookworm-slim}"
+PROM_IMAGE="${SVC_PROMETHEUS_IMAGE:-docker.io/prom/prometheus:v2.55.1}"
 SUITE="${SVC_BASE_SUITE:-bookworm}"
 MIRROR="${SVC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_DIR="${SVC_PODMAN_CACHE:-/var/cache/svc-podman}"
@@ -51,11 +55,12 @@ install_pkgs() {
   [ -x /usr/sbin/runc ] || missing+=(runc)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v curl >/dev/null 2>&1 || missing+=(curl)
+  command -v podman-compose >/dev/null 2>&1 || missing+=(podman-compose)
   if [ "${#missing[@]}" -gt 0 ]; then
     log "installing ${missing[*]} from Debian"
     as_root apt-get update -qq >&2
     # With podman's recommends (netavark, aardvark-dns, catatonit, slirp4netns, uidmap, ...).
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq podman runc debootstrap curl >&2
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq podman runc debootstrap curl podman-compose >&2
   fi
   write_conf
 }
@@ -86,6 +91,59 @@ EOF
   as_root mkdir -p /etc/containers
   printf '%s\n' "$want" | as_root tee "$CONF" >/dev/null
   log "wrote $CONF"
+}
+
+# The Debian minbase root filesystem every local stand-in image starts from (cached tarball;
+# prints its path). debootstrap runs once per machine.
+ensure_rootfs() {
+  local tarball="$CACHE_DIR/debian-$SUITE-minbase.tar"
+  as_root mkdir -p "$CACHE_DIR"
+  if [ ! -s "$tarball" ]; then
+    local root="$CACHE_DIR/rootfs-$SUITE"
+    as_root rm -rf "$root"
+    log "debootstrap --variant=minbase $SUITE (about a minute)"
+    local t0=$SECONDS
+    as_root debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >&2 \
+      || die "debootstrap failed (is $MIRROR reachable?)"
+    # Same apt sources as the official Debian images (with security + updates).
+    as_root rm -f "$root/etc/apt/sources.list"
+    as_root tee "$root/etc/apt/sources.list.d/debian.sources" >/dev/null <<EOF
+Types: deb
+URIs: $MIRROR
+Suites: $SUITE $SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: $SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    as_root chroot "$root" apt-get clean >&2 || true
+    as_root rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"*.bin "$root/var/log/"*.log
+    as_root tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
+    as_root mv "$tarball.tmp" "$tarball"
+    as_root rm -rf "$root"
+    log "debootstrap done in $((SECONDS - t0)) s, cached at $tarball"
+  else
+    log "reusing cached $tarball"
+  fi
+
+  echo "$tarball"
+}
+
+# This machine's own trust: local CAs (e.g. a TLS-inspecting egress proxy in front of the
+# npm registry) into a stand-in's root filesystem. Debian's place for them is
+# /usr/local/share/ca-certificates, which `apt-get install ca-certificates` in a builder stage
+# folds into the system bundle; Node reads the bundle through NODE_EXTRA_CA_CERTS (the caller
+# sets it when this returns 0). The official images need none of this.
+add_local_cas() {
+  local stage="$1"
+  ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1 || return 1
+  as_root mkdir -p "$stage/usr/local/share/ca-certificates" "$stage/etc/ssl/certs"
+  as_root cp /usr/local/share/ca-certificates/*.crt "$stage/usr/local/share/ca-certificates/"
+  cat /usr/local/share/ca-certificates/*.crt | as_root tee "$stage/etc/ssl/certs/ca-certificates.crt" >/dev/null
 }
 
 # The base image: Debian bookworm minbase + this machine's Node 20 laid out as the official
@@ -121,39 +179,7 @@ build_base() {
   done
   [ -n "$npm_dir" ] || die "npm's folder not found next to $node_bin"
 
-  as_root mkdir -p "$CACHE_DIR"
-  tarball="$CACHE_DIR/debian-$SUITE-minbase.tar"
-  if [ ! -s "$tarball" ]; then
-    local root="$CACHE_DIR/rootfs-$SUITE"
-    as_root rm -rf "$root"
-    log "debootstrap --variant=minbase $SUITE (about a minute)"
-    local t0=$SECONDS
-    as_root debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >&2 \
-      || die "debootstrap failed (is $MIRROR reachable?)"
-    # Same apt sources as the official Debian images (with security + updates).
-    as_root rm -f "$root/etc/apt/sources.list"
-    as_root tee "$root/etc/apt/sources.list.d/debian.sources" >/dev/null <<EOF
-Types: deb
-URIs: $MIRROR
-Suites: $SUITE $SUITE-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: $SUITE-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    as_root chroot "$root" apt-get clean >&2 || true
-    as_root rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"*.bin "$root/var/log/"*.log
-    as_root tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
-    as_root mv "$tarball.tmp" "$tarball"
-    as_root rm -rf "$root"
-    log "debootstrap done in $((SECONDS - t0)) s, cached at $tarball"
-  else
-    log "reusing cached $tarball"
-  fi
+  tarball="$(ensure_rootfs)"
 
   # Layer Node on top, as the official image does.
   local stage
@@ -165,17 +191,8 @@ EOF
   as_root cp -a "$npm_dir" "$stage/usr/local/lib/node_modules/npm"
   as_root ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$stage/usr/local/bin/npm"
   as_root ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$stage/usr/local/bin/npx"
-  # This machine's own trust: local CAs (e.g. a TLS-inspecting egress proxy in front of the
-  # npm registry). Debian's place for them is /usr/local/share/ca-certificates, which
-  # `apt-get install ca-certificates` in the builder stage folds into the system bundle;
-  # Node reads the bundle through NODE_EXTRA_CA_CERTS. The official image needs none of this.
   local extra_ca=()
-  if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
-    as_root mkdir -p "$stage/usr/local/share/ca-certificates" "$stage/etc/ssl/certs"
-    as_root cp /usr/local/share/ca-certificates/*.crt "$stage/usr/local/share/ca-certificates/"
-    cat /usr/local/share/ca-certificates/*.crt | as_root tee "$stage/etc/ssl/certs/ca-certificates.crt" >/dev/null
-    extra_ca=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
-  fi
+  add_local_cas "$stage" && extra_ca=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
   if ! grep -q '^node:' "$stage/etc/passwd"; then
     as_root chroot "$stage" groupadd --gid 1000 node
     as_root chroot "$stage" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
@@ -191,6 +208,54 @@ EOF
     "${extra_ca[@]}" \
     "$CACHE_DIR/base.tar" "$BASE_IMAGE" >&2
   as_root rm -f "$CACHE_DIR/base.tar"
+}
+
+# Prometheus for docker/compose.yaml: prom/prometheus:v2.55.1 cannot be pulled, so a stand-in
+# is made from Debian's `prometheus` package (bookworm: 2.42; its binaries only, taken from the
+# .deb with dpkg-deb -x, so none of the package's web-asset dependencies) on the minbase root
+# filesystem, laid out as the official image: /bin/prometheus and /bin/promtool, config
+# /etc/prometheus/prometheus.yml, data in /prometheus owned by nobody, the same entrypoint,
+# default arguments, user and port. Tagged docker.io/prom/prometheus:v2.55.1 (the name Docker
+# gives `prom/prometheus:v2.55.1`) so compose.yaml runs unchanged; the real image is pulled elsewhere.
+build_prometheus() {
+  local deb stamp have tarball stage
+  as_root mkdir -p "$CACHE_DIR/debs"
+  deb="$(ls "$CACHE_DIR"/debs/prometheus_*.deb 2>/dev/null | tail -1 || true)"
+  if [ -z "$deb" ]; then
+    log "apt-get download prometheus"
+    (cd "$CACHE_DIR/debs" && as_root apt-get download -q prometheus >&2 2>/dev/null) ||
+      { as_root apt-get update -qq >&2; (cd "$CACHE_DIR/debs" && as_root apt-get download -q prometheus >&2); }
+    deb="$(ls "$CACHE_DIR"/debs/prometheus_*.deb | tail -1)"
+  fi
+  stamp="$({ basename "$deb"; echo "$SUITE"; } | sha256sum | cut -c1-16)"
+  have="$(podman image inspect --format '{{index .Labels "org.svc.base-stamp"}}' "$PROM_IMAGE" 2>/dev/null || true)"
+  if [ "$have" = "$stamp" ] && [ "${1:-}" != "--force" ]; then log "$PROM_IMAGE present"; return 0; fi
+  tarball="$(ensure_rootfs)"
+  stage="$(mktemp -d)"
+  # shellcheck disable=SC2064
+  trap "as_root rm -rf '$stage'" RETURN
+  as_root tar -C "$stage" -xf "$tarball"
+  as_root dpkg-deb -x "$deb" "$stage/tmp/deb"
+  as_root install -m 0755 "$stage/tmp/deb/usr/bin/prometheus" "$stage/tmp/deb/usr/bin/promtool" "$stage/bin/"
+  as_root install -D -m 0644 "$stage/tmp/deb/etc/prometheus/prometheus.yml" "$stage/etc/prometheus/prometheus.yml"
+  as_root mkdir -p "$stage/usr/share/prometheus" "$stage/prometheus"
+  as_root cp -a "$stage/tmp/deb/usr/share/doc/prometheus/examples/consoles" \
+    "$stage/tmp/deb/usr/share/doc/prometheus/examples/console_libraries" "$stage/usr/share/prometheus/"
+  as_root chown 65534:65534 "$stage/prometheus"
+  as_root rm -rf "$stage/tmp/deb"
+  log "importing $PROM_IMAGE (Debian $(basename "$deb" .deb))"
+  as_root tar -C "$stage" --numeric-owner -cf "$CACHE_DIR/prometheus.tar" .
+  as_root podman import \
+    --change 'USER nobody' \
+    --change 'EXPOSE 9090' \
+    --change 'VOLUME ["/prometheus"]' \
+    --change 'WORKDIR /prometheus' \
+    --change 'ENTRYPOINT ["/bin/prometheus"]' \
+    --change 'CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus", "--web.console.libraries=/usr/share/prometheus/console_libraries", "--web.console.templates=/usr/share/prometheus/consoles"]' \
+    --change 'LABEL org.svc.local-base=true' \
+    --change "LABEL org.svc.base-stamp=$stamp" \
+    "$CACHE_DIR/prometheus.tar" "$PROM_IMAGE" >&2
+  as_root rm -f "$CACHE_DIR/prometheus.tar"
 }
 
 sock_alive() {
@@ -242,17 +307,22 @@ EOF
 status() {
   podman --version >&2 || true
   podman image exists "$BASE_IMAGE" && log "base image: $BASE_IMAGE" || log "base image missing"
+  podman image exists "$PROM_IMAGE" && log "prometheus image: $PROM_IMAGE" || log "prometheus image missing"
   sock_alive && log "API: up on $SOCK" || log "API: down"
 }
+
+# Sourced (scripts/cuda-base-images.sh): functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 cmd="${1:-up}"
 case "$cmd" in
   install) install_pkgs ;;
-  base) install_pkgs; build_base "${2:-}" ;;
+  base) install_pkgs; build_base "${2:-}"; build_prometheus "${2:-}" ;;
+  rootfs) ensure_rootfs ;;
   start) start_service ;;
   stop) stop_service ;;
   env) print_env ;;
   status) status ;;
-  up) install_pkgs; build_base; start_service; print_env ;;
-  *) die "unknown command $cmd (install|base|start|stop|env|status|up)" ;;
+  up) install_pkgs; build_base; build_prometheus; start_service; print_env ;;
+  *) die "unknown command $cmd (install|base|rootfs|start|stop|env|status|up)" ;;
 esac

@@ -7,74 +7,10 @@
 // Without an engine these tests FAIL; SVC_SKIP_CONTAINERS=1 skips them on purpose.
 // The first build compiles llama.cpp inside the image (about 10 min on 2 cores); later builds
 // reuse the engine's layer cache. DEBUG=testcontainers:build prints the build log.
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import OpenAI from 'openai';
-import { GenericContainer, getContainerRuntimeClient, ImageName, ImagePullPolicy, StartedTestContainer, Wait } from 'testcontainers';
+import { GenericContainer, getContainerRuntimeClient, ImageName, StartedTestContainer, Wait } from 'testcontainers';
+import { defaultToPodman, engine, execOk, expectAllProcessesAs10001, health, MODEL_FILE, MODELS_DIR, modelIds, neverPull, openai, PORT, requireModel, ROOT, SKIP } from './support';
 
-const ROOT = resolve(__dirname, '..', '..');
-const MODELS_DIR = process.env.SVC_MODELS_DIR ?? resolve(ROOT, '..', 'shared', 'models');
-const MODEL_FILE = 'stories260K.gguf';
-const PORT = 11435;
 const IMAGE = process.env.SVC_TEST_IMAGE ?? 'localhost/svc-test:cpu';
-const SKIP = process.env.SVC_SKIP_CONTAINERS === '1';
-const PODMAN_SOCK = '/run/podman/podman.sock';
-
-// Nothing can be pulled in this environment, and the images this Dockerfile starts FROM
-// are made locally (scripts/podman-setup.sh): never pull.
-const neverPull: ImagePullPolicy = { shouldPull: () => false };
-
-/** Use podman's socket when no engine is configured, the way scripts/podman-setup.sh sets it up. */
-function defaultToPodman(): void {
-  if (!process.env.DOCKER_HOST && existsSync(PODMAN_SOCK)) {
-    process.env.DOCKER_HOST = `unix://${PODMAN_SOCK}`;
-    process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
-    process.env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.0.0.1';
-  }
-}
-
-async function engine() {
-  try {
-    return await getContainerRuntimeClient();
-  } catch (err) {
-    throw new Error(
-      `container tests need a Docker-compatible engine and found none (${(err as Error).message}). ` +
-        'Start podman\'s API with: eval "$(bash scripts/podman-setup.sh up)" ' +
-        '(or point DOCKER_HOST at an engine); set SVC_SKIP_CONTAINERS=1 to skip these tests on purpose.',
-    );
-  }
-}
-
-interface Health {
-  status: string;
-  model: string;
-  backend: string;
-  instance: string;
-}
-
-async function health(c: StartedTestContainer): Promise<{ code: number; body: Health }> {
-  const r = await fetch(`${baseUrl(c)}/healthz`);
-  return { code: r.status, body: (await r.json()) as Health };
-}
-
-function baseUrl(c: StartedTestContainer): string {
-  return `http://${c.getHost()}:${c.getMappedPort(PORT)}`;
-}
-
-function openai(c: StartedTestContainer): OpenAI {
-  return new OpenAI({ baseURL: `${baseUrl(c)}/v1`, apiKey: 'no-key-needed', maxRetries: 0, timeout: 60_000 });
-}
-
-async function modelIds(c: StartedTestContainer): Promise<string[]> {
-  const list = await openai(c).models.list();
-  return list.data.map((m) => m.id);
-}
-
-async function execOk(c: StartedTestContainer, cmd: string[]): Promise<string> {
-  const r = await c.exec(cmd);
-  if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')} exited ${r.exitCode}: ${r.output}`);
-  return r.output.trim();
-}
 
 const suite = SKIP ? describe.skip : describe;
 if (SKIP) console.warn('SVC_SKIP_CONTAINERS=1: the container image tests are skipped');
@@ -97,7 +33,7 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
       .withWaitStrategy(Wait.forHttp('/healthz', PORT).forStatusCode(200).withStartupTimeout(180_000));
 
   beforeAll(async () => {
-    if (!existsSync(join(MODELS_DIR, MODEL_FILE))) throw new Error(`${join(MODELS_DIR, MODEL_FILE)} is missing (set SVC_MODELS_DIR)`);
+    requireModel();
     defaultToPodman();
     const client = await engine();
     dockerode = (client.container as unknown as { dockerode: typeof dockerode }).dockerode;
@@ -163,9 +99,7 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
     const c = started!;
     expect(await execOk(c, ['id', '-u'])).toBe('10001');
     // Every process in the container, PID 1 (tini) and the node server included.
-    const uids = (await execOk(c, ['sh', '-c', 'grep -h "^Uid:" /proc/[0-9]*/status'])).split('\n');
-    expect(uids.length).toBeGreaterThanOrEqual(2);
-    for (const line of uids) expect(line.split(/\s+/).slice(1)).toEqual(['10001', '10001', '10001', '10001']);
+    await expectAllProcessesAs10001(c);
     const client = await getContainerRuntimeClient();
     const info = await client.image.inspect(ImageName.fromString(IMAGE));
     expect(info.Config.User).toBe('10001:10001');

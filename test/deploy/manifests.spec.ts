@@ -331,7 +331,19 @@ describe('docker/compose.yaml and prometheus.yml', () => {
     expect(svc.ports.some((p: string) => p.endsWith(`:${SERVER_DEFAULT_PORT}`))).toBe(true);
     expect(svc.volumes).toContain('svc-store:/data');
     expect(Object.keys(compose.volumes)).toContain('svc-store');
-    expect(compose.services['svc-cuda'].deploy.resources.reservations.devices[0].driver).toBe('nvidia');
+  });
+
+  it('has a GPU override that turns the same service into the CUDA image', () => {
+    const cuda = readYaml(join(DOCKER, 'compose.cuda.yaml'));
+    expect(Object.keys(cuda.services)).toEqual(['svc']);
+    expect(cuda.services.svc.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile.cuda' });
+    expect(cuda.services.svc.deploy.resources.reservations.devices[0]).toMatchObject({ driver: 'nvidia', capabilities: ['gpu'] });
+  });
+
+  it('stays within what podman-compose 1.0.3 reads: no profiles, no empty ${VAR:-} defaults', () => {
+    const text = readFileSync(join(DOCKER, 'compose.yaml'), 'utf8');
+    expect(text).not.toMatch(/\$\{\w+:?-\}/);
+    for (const s of Object.values(compose.services) as Doc[]) expect(s.profiles).toBeUndefined();
   });
 
   it('Prometheus scrapes svc /metrics with the file compose mounts', () => {
