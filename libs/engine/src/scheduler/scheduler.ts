@@ -174,9 +174,9 @@ export class Scheduler {
             // Retained cells widen a step's attention: before a long prefill they go
             // first; otherwise after the step, so a short prompt's first token does not wait.
             const early = this.pendingPromptTokens() >= EARLY_DEMOTE_PROMPT_TOKENS;
-            if (early) await this.cache.demoteIdle(this.sharedPrefixes());
+            if (early) await this.demoteRetained();
             await this.step();
-            if (!early && this.active.length > 0) await this.cache.demoteIdle(this.sharedPrefixes());
+            if (!early && this.active.length > 0) await this.demoteRetained();
           }
         });
       }
@@ -243,6 +243,11 @@ export class Scheduler {
     s.cachedTokens = n;
     if (shared) s.sharedPrefix = { entry: shared, length: n };
     this.stats.cachedPromptTokens += n;
+  }
+
+  /** Nothing to do (and nothing allocated) on the decode path unless a retained prompt is resident. */
+  private async demoteRetained(): Promise<void> {
+    if (this.cache.residentCount > 0) await this.cache.demoteIdle(this.sharedPrefixes());
   }
 
   private pendingPromptTokens(): number {
