@@ -6,6 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
+//                      [--warmup 30] [--ttft-samples 5] [--no-interleave]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -66,6 +67,9 @@ function parseArgs(argv) {
     timeoutS: 600,
     decodeTokens: null,
     concTokens: null,
+    warmup: 30,
+    interleave: true,
+    ttftSamples: 5,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -87,6 +91,9 @@ function parseArgs(argv) {
     else if (a === '--timeout') o.timeoutS = Number(next());
     else if (a === '--decode-tokens') o.decodeTokens = Number(next());
     else if (a === '--conc-tokens') o.concTokens = Number(next());
+    else if (a === '--warmup') o.warmup = Number(next());
+    else if (a === '--no-interleave') o.interleave = false;
+    else if (a === '--ttft-samples') o.ttftSamples = Math.max(1, Number(next()));
     else if (a === '-h' || a === '--help') {
       console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 10).join('\n'));
       process.exit(0);
@@ -304,14 +311,20 @@ async function serverStats(port) {
   });
 }
 
-async function measureServer(port, model, cfg, opts, calib) {
+/** Warm-up, then `reps` repetitions of every measurement into `raw`. */
+async function measureServer(port, model, cfg, opts, calib, reps, raw) {
   const timeoutMs = opts.timeoutS * 1000;
-  // warm-up (not counted): every path the measurements take once, so a JIT-compiled
-  // server is measured warm like a native one.
+  // warm-up (not counted): every path the measurements take, the request path
+  // --warmup times (V8 compiles a function to optimized code only after it ran
+  // many times), so a JIT-compiled server is measured warm, as one that has been
+  // serving is, like a native one.
   await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 8), timeoutMs);
-  await streamCompletion(port, completionBody(tag() + repeatTo(2), 32), timeoutMs);
-  await Promise.all(Array.from({ length: opts.parallel }, (_, k) =>
-    streamCompletion(port, completionBody(tag() + CONC_PROMPTS[k % CONC_PROMPTS.length], 16), timeoutMs)));
+  for (let i = 0; i < opts.warmup; i++) await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
+  for (let i = 0; i < Math.min(2, opts.warmup); i++) {
+    await streamCompletion(port, completionBody(tag() + repeatTo(2), 32), timeoutMs);
+    await Promise.all(Array.from({ length: opts.parallel }, (_, k) =>
+      streamCompletion(port, completionBody(tag() + CONC_PROMPTS[k % CONC_PROMPTS.length], 16), timeoutMs)));
+  }
 
   if (!calib.prefillReps) {
     const c = await calibratePrompt(port, cfg.prefillTokens, timeoutMs);
@@ -321,15 +334,14 @@ async function measureServer(port, model, cfg, opts, calib) {
   const decodeN = opts.decodeTokens ?? cfg.decodeTokens;
   const concN = opts.concTokens ?? cfg.concTokens;
 
-  const raw = { prefill: [], decode: [], ttft: [], concurrent: [] };
-  for (let rep = 0; rep < opts.reps; rep++) {
+  for (let rep = 0; rep < reps; rep++) {
     // 1. prefill: ~512-token prompt, one generated token; prompt tokens / time to first token
     {
       const r = await streamCompletion(port, completionBody(tag() + longPrompt, 1), timeoutMs);
       raw.prefill.push({ promptTokens: r.promptTokens, ttftMs: r.tFirst, tps: r.promptTokens ? r.promptTokens / (r.tFirst / 1000) : null, server: r.serverTimings?.prompt_per_second ?? null });
     }
-    // 2. TTFT for a short prompt
-    {
+    // 2. TTFT for a short prompt, --ttft-samples times (one request is a few ms: a single one is mostly noise)
+    for (let k = 0; k < opts.ttftSamples; k++) {
       const r = await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
       // svc reports its own share: admission to first token (svc_prefill_ms); the rest is HTTP and the request pipeline.
       raw.ttft.push({ promptTokens: r.promptTokens, ttftMs: r.tFirst, serverPrefillMs: r.usage?.svc_prefill_ms ?? r.serverTimings?.prompt_ms ?? null });
@@ -343,7 +355,9 @@ async function measureServer(port, model, cfg, opts, calib) {
       // The engine's own share per generated token (llama-server: its timings; svc: /v1/stats decode_ms + sample_ms).
       const engineMsPerToken = r.serverTimings?.predicted_per_token_ms ??
         (before && after && r.completionTokens ? (after.decode_ms + after.sample_ms - before.decode_ms - before.sample_ms) / r.completionTokens : null);
-      raw.decode.push({ completionTokens: r.completionTokens, finishReason: r.finishReason, seconds: dt, tps: r.completionTokens > 1 && dt > 0 ? (r.completionTokens - 1) / dt : null, server: r.serverTimings?.predicted_per_second ?? null, engineMsPerToken });
+      // svc: how long its engine sat idle between steps while this stream decoded (round trips through JS).
+      const engineIdleMsPerToken = before && after && typeof after.decode_idle_ms === 'number' && r.completionTokens ? (after.decode_idle_ms - before.decode_idle_ms) / r.completionTokens : null;
+      raw.decode.push({ completionTokens: r.completionTokens, finishReason: r.finishReason, seconds: dt, tps: r.completionTokens > 1 && dt > 0 ? (r.completionTokens - 1) / dt : null, server: r.serverTimings?.predicted_per_second ?? null, engineMsPerToken, engineIdleMsPerToken });
     }
     // 4. N concurrent streams: total completion tokens / wall time
     {
@@ -355,6 +369,10 @@ async function measureServer(port, model, cfg, opts, calib) {
       raw.concurrent.push({ streams: rs.length, completionTokens: total, seconds: wall, tps: total / wall, maxTtftMs: Math.max(...rs.map((r) => r.tFirst)) });
     }
   }
+}
+
+/** Medians (and spreads) of everything measured. */
+function summarize(raw, opts) {
   return {
     prefill_tps: median(raw.prefill.map((x) => x.tps)),
     prefill_prompt_tokens: median(raw.prefill.map((x) => x.promptTokens)),
@@ -362,6 +380,7 @@ async function measureServer(port, model, cfg, opts, calib) {
     decode_tokens: median(raw.decode.map((x) => x.completionTokens)),
     // engine time per generated token (decode + sample), as the server reports it
     engine_ms_per_token: median(raw.decode.map((x) => x.engineMsPerToken)),
+    engine_idle_ms_per_token: median(raw.decode.map((x) => x.engineIdleMsPerToken)),
     ttft_ms: median(raw.ttft.map((x) => x.ttftMs)),
     [`agg${opts.parallel}_tps`]: median(raw.concurrent.map((x) => x.tps)),
     // [min, max] over the repetitions, to show how noisy the machine was
@@ -433,24 +452,31 @@ async function main() {
     const modelPath = await cfg.get();
     results[m] = { model: cfg.label, path: modelPath };
     calibByModel[m] = {};
-    for (const s of servers) {
+    // Interleaved (default): each repetition starts each server afresh, in
+    // alternating order, so a machine whose speed drifts (shared or virtual CPUs)
+    // skews both alike; --no-interleave measures all repetitions in one run each.
+    const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [] }]));
+    const runs = opts.interleave ? Array.from({ length: opts.reps }, (_, r) => (r % 2 ? [...servers].reverse() : servers).map((s) => [s, r])) : servers.map((s) => [[s, null]]);
+    const started = {};
+    for (const [s, r] of runs.flat()) {
       const port = await freePort();
       const argv = serverArgv(s, modelPath, port, opts);
-      console.error(`[${m}] starting ${s}: ${argv.join(' ')}`);
+      console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${argv.join(' ')}`);
       const srv = await startServer({
         name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'],
-        logFile: path.join(logDir, `${m}-${s}.log`), timeoutS: opts.timeoutS,
+        logFile: path.join(logDir, `${m}-${s}${r === null ? '' : `-${r + 1}`}.log`), timeoutS: opts.timeoutS,
       });
       try {
-        console.error(`[${m}] ${s} healthy after ${srv.startS.toFixed(1)} s; measuring (${opts.reps} reps)`);
-        const r = await measureServer(port, m, cfg, opts, calibByModel[m]);
-        r.command = argv.join(' ');
-        r.startup_s = srv.startS;
-        results[m][s] = r;
-        console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms, agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token`);
+        started[s] = { command: argv.join(' '), startup_s: srv.startS };
+        await measureServer(port, m, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
       } finally {
         await stopServer(srv);
       }
+    }
+    for (const s of servers) {
+      const r = { ...summarize(raws[s], opts), ...started[s] };
+      results[m][s] = r;
+      console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms, agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token${r.engine_idle_ms_per_token != null ? `, engine idle ${fmt(r.engine_idle_ms_per_token, 3)} ms/token` : ''}`);
     }
     if (results[m].llama && results[m].svc) {
       const ratio = (k) => (results[m].llama[k] && results[m].svc[k] != null ? results[m].svc[k] / results[m].llama[k] : null);
@@ -469,7 +495,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

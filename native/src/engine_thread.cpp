@@ -61,7 +61,11 @@ void EngineThread::Loop() {
       job = queue_.front();
       queue_.pop_front();
     }
+    const auto start = std::chrono::steady_clock::now();
+    if (ran_) job->idleUs_ = std::chrono::duration_cast<std::chrono::microseconds>(start - lastEnd_).count();
     job->Run();
+    lastEnd_ = std::chrono::steady_clock::now();
+    ran_ = true;
     // Jobs hold what they touch (their context too), so they are completed and
     // freed on the JS thread; if JS is already gone the job is left behind
     // rather than freeing its context from this very thread.

@@ -8,6 +8,7 @@
 
 #include <napi.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -33,6 +34,8 @@ class EngineJob {
 
   void Run();                      // engine thread
   void Complete(Napi::Env env);    // JS thread
+  // Microseconds the engine thread sat idle before this job (-1 for its first).
+  int64_t idleUs() const { return idleUs_; }
 
  private:
   friend class EngineThread;
@@ -40,6 +43,7 @@ class EngineJob {
   Napi::Promise::Deferred deferred_;
   std::string error_;
   bool failed_ = false;
+  int64_t idleUs_ = -1;
 };
 
 class EngineThread {
@@ -63,5 +67,7 @@ class EngineThread {
   std::deque<EngineJob *> queue_;
   bool stop_ = false;
   int pending_ = 0;  // JS thread only: submitted, not yet completed
+  std::chrono::steady_clock::time_point lastEnd_{};  // engine thread only
+  bool ran_ = false;                                  // engine thread only
   std::thread thread_;
 };

@@ -111,6 +111,7 @@ class StepWorker : public BusyWorker {
     res.Set("logprobs", lps);
     res.Set("decodeUs", (double) decodeUs_);
     res.Set("sampleUs", (double) sampleUs_);
+    res.Set("idleUs", (double) idleUs());
     return res;
   }
 

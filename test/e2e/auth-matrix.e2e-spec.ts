@@ -373,6 +373,11 @@ describe('classification markings', () => {
     const chat = await send(`${srv.url}/v1/chat/completions`, { method: 'POST', body: ROUTES[1].body, headers: as('alice-key', 'SECRET//HCS') });
     expect(chat.status).toBe(200);
     expect(chat.headers['x-classification']).toBe('SECRET//HCS');
+    // A streamed answer writes its own head: it carries the echo too.
+    const streamed = await send(`${srv.url}/v1/chat/completions`, { method: 'POST', body: { ...(ROUTES[1].body as object), stream: true }, headers: as('alice-key', 'SECRET//HCS') });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(streamed.headers['x-classification']).toBe('SECRET//HCS');
     const v = await send(`${srv.url}/api/version`, { headers: as('alice-key', 'confidential') });
     expect(v.status).toBe(200);
     expect(v.headers['x-classification']).toBe('confidential');

@@ -66,20 +66,46 @@ describe('prefix cache (stories260K)', () => {
   });
 
   it('a prompt moved out of the KV cache while another request decoded comes back from memory, same text', async () => {
-    const stats = async () => ((await (await fetch(`${srv.url}/v1/stats`)).json()) as { prompt_cache: { promotions: number; demotions: number; hostBytes: number } }).prompt_cache;
+    type Stats = { active: number; prompt_cache: { promotions: number; demotions: number; hostBytes: number; resident: number } };
+    const stats = async () => (await (await fetch(`${srv.url}/v1/stats`)).json()) as Stats;
     const prompt = longSystem('delta');
     const greedy = { model: '', max_tokens: 24, temperature: 0 };
+    // A long generation runs throughout; the short request below finishes while it decodes.
+    const long = client.completions.create({ model: '', prompt: 'Tom', max_tokens: 1000, temperature: 0, ignore_eos: true } as any);
     const first = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
-    const before = await stats();
-    // Another prompt decodes: the first one's cells leave the KV cache (they would widen its attention).
-    const other = await client.completions.create({ ...greedy, prompt: `${longSystem('epsilon')} two` });
-    expect(other.usage!.prompt_tokens_details!.cached_tokens).toBeLessThan(20);
-    const mid = await stats();
-    expect(mid.demotions).toBeGreaterThan(before.demotions);
-    expect(mid.hostBytes).toBeGreaterThan(0);
+    // Its retained cells are not shared by the running request: they leave the KV cache at its next step.
+    let mid = await stats();
+    for (let i = 0; i < 50 && mid.prompt_cache.resident > 0; i++) mid = await stats();
+    expect(mid.active).toBe(1);
+    expect(mid.prompt_cache.resident).toBe(0);
+    expect(mid.prompt_cache.hostBytes).toBeGreaterThan(0);
+    await long;
     const again = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
     expect(again.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
-    expect((await stats()).promotions).toBeGreaterThan(mid.promotions);
+    expect((await stats()).prompt_cache.promotions).toBeGreaterThan(mid.prompt_cache.promotions);
+    expect(again.choices[0].text).toBe(first.choices[0].text);
+  });
+
+  it('once the server is idle, retained prompts leave the KV cache (CPU) and still serve the next match', async () => {
+    type PromptCache = { resident: number; demotions: number; promotions: number };
+    const stats = async () => ((await (await fetch(`${srv.url}/v1/stats`)).json()) as { prompt_cache: PromptCache }).prompt_cache;
+    const idle = async (): Promise<PromptCache> => {
+      for (let i = 0; i < 100; i++) {
+        const s = await stats();
+        if (s.resident === 0) return s;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`retained prompts still resident: ${JSON.stringify(await stats())}`);
+    };
+    const prompt = longSystem('theta');
+    const greedy = { model: '', max_tokens: 16, temperature: 0 };
+    const before = await stats();
+    const first = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
+    const after = await idle();
+    expect(after.demotions).toBeGreaterThan(before.demotions);
+    const again = await client.completions.create({ ...greedy, prompt: `${prompt} one` });
+    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(1000);
+    expect((await stats()).promotions).toBeGreaterThan(after.promotions);
     expect(again.choices[0].text).toBe(first.choices[0].text);
   });
 

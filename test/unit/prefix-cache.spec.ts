@@ -114,6 +114,36 @@ describe('PrefixCache', () => {
     expect(c.size).toBe(1);
     expect(c.match(t(2))).toBeDefined();
   });
+  it('while nothing runs, moves retained prompts to host memory one per call, least recently used first', async () => {
+    const { c, ops, freed } = cache();
+    c.retain(1, t(1, 1));
+    c.retain(2, t(2, 2));
+    expect(await c.demoteOneIdle()).toBe(true);
+    expect(ops).toEqual(['get 1']);
+    expect(freed).toEqual([1]);
+    expect(await c.demoteOneIdle()).toBe(true);
+    expect(await c.demoteOneIdle()).toBe(false);
+    expect(c.residentCount).toBe(0);
+    expect(c.size).toBe(2);
+  });
+  it('while nothing runs, with the KV cache on a device, the most recent entry stays resident', async () => {
+    const { c, freed } = cache({ hostPromptOnly: true });
+    c.retain(1, t(1, 1));
+    c.retain(2, t(2, 2));
+    c.retain(3, t(3, 3));
+    c.match(t(1, 1)); // entry 1 is now the most recent
+    while (await c.demoteOneIdle());
+    expect(freed).toEqual([2, 3]);
+    expect(c.match(t(1, 1))?.entry.seq).toBe(1);
+  });
+  it('while nothing runs, without a host tier, nothing is dropped', async () => {
+    const { c, ops } = cache({ maxHostBytes: 0 });
+    c.retain(1, t(1, 1));
+    c.retain(2, t(2, 2));
+    expect(await c.demoteOneIdle()).toBe(false);
+    expect(ops).toEqual([]);
+    expect(c.residentCount).toBe(2);
+  });
   it('commonPrefix counts equal leading tokens', () => {
     expect(commonPrefix(t(1, 2, 3), t(1, 2, 4))).toBe(2);
     expect(commonPrefix(t(), t(1))).toBe(0);

@@ -1,8 +1,18 @@
-import { FastifyInstance } from 'fastify';
+import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, toHttpFailure } from '../../http/src/http-errors';
 import { AuthService } from './auth.service';
-import { echoClassification } from './classification.interceptor';
 import { EXPOSED_HEADERS, header, isPreflight, isServerOrigin, localSurface, originPermitted, preflightHeaders } from './origin';
+
+/**
+ * Rule 6: the response echoes X-Classification (the value the request sent). Set
+ * on the reply before any handler runs, so refusals, 404s and streamed answers
+ * (which copy the reply's headers) all carry it.
+ */
+export function echoClassification(auth: AuthService, req: FastifyRequest, reply: FastifyReply): void {
+  if (!auth.cfg.classification.enabled) return;
+  const v = header(req, 'x-classification');
+  if (v !== undefined && v !== '' && !/[\r\n]/.test(v)) reply.header('x-classification', v);
+}
 
 /**
  * The part of the auth layer that must run before (or without) Nest's router:

@@ -1,26 +1,22 @@
 import { Global, Inject, Module, OnModuleInit } from '@nestjs/common';
-import { APP_GUARD, APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
+import { APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import { FastifyInstance } from 'fastify';
-import { CallerGuard, ClassificationGuard, OriginGuard } from './auth.guards';
+import { AuthGuard } from './auth.guards';
 import { installAuthHooks } from './auth.hooks';
 import { AuthService } from './auth.service';
-import { ClassificationEchoInterceptor } from './classification.interceptor';
 
 /**
  * Authentication, named callers, classification markings and the browser-origin
- * guard, for every route at once: three global guards (origin → caller →
- * marking, in that order), a global interceptor for the X-Classification echo,
- * and a request hook for what Nest's router never sees (preflights, 404s).
+ * guard, for every route at once: a global guard (origin → caller → marking,
+ * in that order) and a request hook, which also answers what Nest's router never
+ * sees (preflights, 404s) and echoes X-Classification on every answer.
  * See libs/auth/README.md.
  */
 @Global()
 @Module({
   providers: [
     AuthService,
-    { provide: APP_GUARD, useClass: OriginGuard },
-    { provide: APP_GUARD, useClass: CallerGuard },
-    { provide: APP_GUARD, useClass: ClassificationGuard },
-    { provide: APP_INTERCEPTOR, useClass: ClassificationEchoInterceptor },
+    { provide: APP_GUARD, useClass: AuthGuard },
   ],
   exports: [AuthService],
 })

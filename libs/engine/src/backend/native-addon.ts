@@ -178,6 +178,8 @@ export interface NativeStepResult {
   /** Microseconds spent in llama_decode and in sampling. */
   decodeUs: number;
   sampleUs: number;
+  /** Microseconds the engine thread sat idle before this step began (-1: nothing ran before). */
+  idleUs?: number;
 }
 
 export interface NativeContext {

@@ -1,4 +1,4 @@
-import { NativeBatch, NativeSampleRequest } from '../backend/native-addon';
+import { NativeBatch, NativeModel, NativeSampleRequest, NativeStepResult } from '../backend/native-addon';
 import { Sequence } from './sequence';
 
 export interface BuiltBatch {
@@ -88,4 +88,29 @@ export class BatchBuilder {
 /** -1 asks for the chosen token's logprob only: one alternative is computed and dropped. */
 function topN(logprobs: number): number {
   return logprobs < 0 ? 1 : logprobs;
+}
+
+/**
+ * The same decoding sequences' next chain, when none of them needs JS first:
+ * nobody cancelled, finished, out of budget or at an end token (the caller
+ * checks that no request or context operation waits). The batch buffers are
+ * reused in place.
+ */
+export function nextChain(model: NativeModel, batch: NativeBatch, samples: NativeSampleRequest[], owners: Sequence[], r: NativeStepResult): { batch: NativeBatch; samples: NativeSampleRequest[] } | undefined {
+  const steps = r.steps ?? 1;
+  const n = owners.length;
+  if (steps < 1 || n !== batch.tokens.length) return undefined;
+  const next: NativeSampleRequest[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = owners[i];
+    const last = r.tokens[(steps - 1) * n + i];
+    const budget = (samples[i].budget ?? 1) - steps;
+    if (s.finished || s.cancelled || budget <= 0 || (samples[i].stopOnEog && model.isEog(last))) return undefined;
+    next.push({ ...samples[i], budget });
+  }
+  for (let i = 0; i < n; i++) {
+    batch.tokens[i] = r.tokens[(steps - 1) * n + i];
+    batch.pos[i] += steps;
+  }
+  return { batch, samples: next };
 }

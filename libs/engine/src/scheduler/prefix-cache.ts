@@ -10,8 +10,10 @@ import { NativeContext } from '../backend/native-addon';
  * Resident cells cost every decode step: in a unified KV cache attention spans
  * up to the highest used cell, whoever owns it. So while anything decodes, an
  * entry keeps resident only the prefix that running requests share with it, and
- * the rest moves to the host tier (demoteIdle). Bounded by entry count, resident
- * positions and host bytes; evicted least-recently-used.
+ * the rest moves to the host tier (demoteIdle); and while nothing runs, entries
+ * move there too (demoteOneIdle), so the next request's first step is not
+ * widened by prompts it does not share. Bounded by
+ * entry count, resident positions and host bytes; evicted least-recently-used.
  */
 export interface PrefixEntry {
   /** Sequence id while some of its cells are resident. */
@@ -154,6 +156,27 @@ export class PrefixCache {
     }
   }
 
+  /**
+   * Called while nothing runs, one entry per call so a request arriving meanwhile
+   * waits for one state read at most: moves the least recently used resident entry
+   * to host memory. With the KV cache on a device the most recent entry stays (the
+   * likeliest to be continued, a chat's next turn): there a state read and write
+   * are device copies, while attending over a few more masked cells is cheap; on a
+   * CPU it is the reverse (a memcpy, against real compute per step). Only with a
+   * host tier: without one this would drop entries a later request could reuse.
+   * False when there is nothing to do.
+   */
+  async demoteOneIdle(): Promise<boolean> {
+    // hostPromptOnly: the KV cache is in device memory.
+    const keepNewest = this.limits.hostPromptOnly === true;
+    if (this.limits.maxHostBytes <= 0 || this.residentCount <= (keepNewest ? 1 : 0)) return false;
+    const newest = keepNewest ? this.mru((x) => x.seq !== undefined) : undefined;
+    const e = this.lru((x) => x.seq !== undefined && x !== newest);
+    if (!e) return false;
+    await this.demote(e, 0);
+    return true;
+  }
+
   /** KV cache full: frees the least recently used resident entry's cells. False when none is left. */
   async relieve(): Promise<boolean> {
     const e = this.lru((x) => x.seq !== undefined);
@@ -209,6 +232,12 @@ export class PrefixCache {
       victim.state = undefined;
       if (victim.seq === undefined) this.remove(victim);
     }
+  }
+
+  private mru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
+    let best: PrefixEntry | undefined;
+    for (const e of this.entries) if (pred(e) && (!best || e.lastUsed > best.lastUsed)) best = e;
+    return best;
   }
 
   private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {

@@ -40,6 +40,11 @@ export class SchedulerStats {
   sampleUs = 0;
   /** Chains started before JS handled the previous one's tokens. */
   pipelinedChains = 0;
+  /**
+   * Microseconds the engine sat idle before a step of decoding sequences alone:
+   * what the round trips through JS cost running streams (a GPU waits that long).
+   */
+  decodeIdleUs = 0;
   private readonly observers: StatsObserver[] = [];
 
   observe(o: StatsObserver): void {

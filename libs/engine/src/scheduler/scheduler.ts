@@ -2,7 +2,7 @@ import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest, NativeSte
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
-import { BatchBuilder } from './batch-builder';
+import { BatchBuilder, nextChain } from './batch-builder';
 import { PrefixCache, PrefixEntry } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
@@ -189,7 +189,23 @@ export class Scheduler {
     } finally {
       this.running = false;
       if (this.queue.length > 0 || this.active.length > 0) this.kick();
-      else this.idle?.();
+      else {
+        this.idle?.();
+        if (!this.closing) setImmediate(() => void this.demoteWhileIdle());
+      }
+    }
+  }
+
+  /**
+   * Between requests, retained prompts leave the KV cache one at a time (all but
+   * the most recent): in a unified KV cache their cells would widen the next
+   * request's first steps. Stops as soon as anything is queued or running.
+   */
+  private async demoteWhileIdle(): Promise<void> {
+    const idle = () => !this.running && !this.closing && this.queue.length === 0 && this.active.length === 0;
+    while (idle()) {
+      const did = await this.kv.run(() => (idle() ? this.cache.demoteOneIdle() : false));
+      if (!did) return;
     }
   }
 
@@ -328,9 +344,10 @@ export class Scheduler {
       for (;;) {
         // Pipelining: the next chain of the same decoding sequences starts before
         // JS handles this one's tokens, so the engine does not wait on JS.
-        const next = canChain && this.opts.pipeline ? this.continuation(batch, samples, owners, result) : undefined;
+        const next = canChain && this.opts.pipeline && this.queue.length === 0 && this.exclusiveWaiting === 0 ? nextChain(this.model, batch, samples, owners, result) : undefined;
         const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
         if (inflight) this.stats.pipelinedChains++;
+        if (canChain && (result.idleUs ?? -1) >= 0) this.stats.decodeIdleUs += result.idleUs!;
         this.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
         first = false;
         if (!inflight || !next) break;
@@ -345,30 +362,6 @@ export class Scheduler {
     } finally {
       for (const s of finished) this.release(s, true);
     }
-  }
-
-  /**
-   * The same decoding sequences' next chain, when nothing needs JS first: no
-   * request waiting, no context operation waiting, nobody cancelled, finished,
-   * out of budget or at an end token. The batch buffers are reused in place.
-   */
-  private continuation(batch: NativeBatch, samples: NativeSampleRequest[], owners: Sequence[], r: NativeStepResult): { batch: NativeBatch; samples: NativeSampleRequest[] } | undefined {
-    const steps = r.steps ?? 1;
-    const n = owners.length;
-    if (steps < 1 || this.queue.length > 0 || this.exclusiveWaiting > 0 || n !== batch.tokens.length) return undefined;
-    const next: NativeSampleRequest[] = [];
-    for (let i = 0; i < n; i++) {
-      const s = owners[i];
-      const last = r.tokens[(steps - 1) * n + i];
-      const budget = (samples[i].budget ?? 1) - steps;
-      if (s.finished || s.cancelled || budget <= 0 || (samples[i].stopOnEog && this.model.isEog(last))) return undefined;
-      next.push({ ...samples[i], budget });
-    }
-    for (let i = 0; i < n; i++) {
-      batch.tokens[i] = r.tokens[(steps - 1) * n + i];
-      batch.pos[i] += steps;
-    }
-    return { batch, samples: next };
   }
 
   /** Hands a step's tokens to their sequences; the ones that finish leave `active` and go to `finished`. */
