@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <numeric>
 #include <optional>
 
@@ -27,6 +28,62 @@ struct Logprob {
   float logprob;
   std::vector<std::pair<llama_token, float>> top;
 };
+
+// Steps a chain has run that JS has not taken yet. The engine thread fills it;
+// JS drains it, from a streaming delivery or from the step's result, whichever
+// runs first: either way every step reaches JS once and in order.
+struct Outbox {
+  std::mutex mu;
+  std::vector<llama_token> tokens;  // steps × sample requests
+  std::vector<std::optional<Logprob>> logprobs;
+  int32_t steps = 0;
+  int64_t decodeUs = 0, sampleUs = 0;
+};
+
+// { tokens, logprobs, steps, decodeUs, sampleUs } of what the outbox holds, emptying it.
+Napi::Object drain(Napi::Env env, Outbox & box) {
+  std::vector<llama_token> toks;
+  std::vector<std::optional<Logprob>> lps;
+  int32_t steps;
+  int64_t decodeUs, sampleUs;
+  {
+    std::lock_guard<std::mutex> lk(box.mu);
+    toks.swap(box.tokens);
+    lps.swap(box.logprobs);
+    steps = box.steps;
+    decodeUs = box.decodeUs;
+    sampleUs = box.sampleUs;
+    box.steps = 0;
+    box.decodeUs = box.sampleUs = 0;
+  }
+  auto res = Napi::Object::New(env);
+  res.Set("steps", steps);
+  auto ta = Napi::Int32Array::New(env, toks.size());
+  for (size_t i = 0; i < toks.size(); i++) ta[i] = toks[i];
+  res.Set("tokens", ta);
+  auto arr = Napi::Array::New(env, lps.size());
+  for (size_t i = 0; i < lps.size(); i++) {
+    if (!lps[i]) {
+      arr.Set((uint32_t) i, env.Null());
+      continue;
+    }
+    auto o = Napi::Object::New(env);
+    o.Set("logprob", lps[i]->logprob);
+    auto top = Napi::Array::New(env, lps[i]->top.size());
+    for (size_t j = 0; j < lps[i]->top.size(); j++) {
+      auto pair = Napi::Array::New(env, 2);
+      pair.Set(0u, lps[i]->top[j].first);
+      pair.Set(1u, lps[i]->top[j].second);
+      top.Set((uint32_t) j, pair);
+    }
+    o.Set("top", top);
+    arr.Set((uint32_t) i, o);
+  }
+  res.Set("logprobs", arr);
+  res.Set("decodeUs", (double) decodeUs);
+  res.Set("sampleUs", (double) sampleUs);
+  return res;
+}
 
 // Runs on the context's engine thread; releases the busy flag on the JS
 // thread once done.
@@ -50,11 +107,13 @@ class StepWorker : public BusyWorker {
  public:
   StepWorker(Napi::Env env, std::shared_ptr<ContextState> cs, std::vector<int32_t> tok, std::vector<int32_t> pos,
              std::vector<int32_t> seq, std::vector<uint8_t> lg, std::vector<SampleReq> reqs, int32_t maxSteps,
-             int64_t maxUs)
+             int64_t maxUs, Napi::Function onTokens, int64_t streamUs)
       : BusyWorker(env, "svc_engine.step", std::move(cs)), tok_(std::move(tok)), pos_(std::move(pos)),
-        seq_(std::move(seq)), lg_(std::move(lg)), reqs_(std::move(reqs)), maxSteps_(maxSteps), maxUs_(maxUs) {
+        seq_(std::move(seq)), lg_(std::move(lg)), reqs_(std::move(reqs)), maxSteps_(maxSteps), maxUs_(maxUs),
+        streamUs_(streamUs), box_(std::make_shared<Outbox>()) {
     for (auto & r : reqs_) r.smpl->inStep = true;
     cs_->yield = false;
+    if (!onTokens.IsEmpty()) tokens_ = Napi::ThreadSafeFunction::New(env, onTokens, "svc_engine.tokens", 0, 1);
   }
 
   // One decode + sample; then, for a batch of decoding sequences only, keep
@@ -63,13 +122,31 @@ class StepWorker : public BusyWorker {
   // chain has run maxUs (streams should not arrive in long bursts).
   void Execute() override {
     const int64_t start = ggml_time_us();
+    int64_t lastPost = start;
     for (int32_t step = 0; step < maxSteps_; step++) {
       const int status = decodeOnce();
       if (step == 0) status_ = status;
       if (status != 0) break;  // a later step that finds no KV room just ends the chain
       steps_++;
       sampleAll();
-      if (!chainable() || cs_->yield.load() || ggml_time_us() - start >= maxUs_) break;
+      const int64_t now = ggml_time_us();
+      if (!chainable() || cs_->yield.load() || now - start >= maxUs_) break;
+      // Streaming: hand the steps so far to JS while the chain goes on.
+      if (tokens_ && now - lastPost >= streamUs_) {
+        lastPost = now;
+        post();
+        tokens_.NonBlockingCall([box = box_](Napi::Env env, Napi::Function fn) {
+          if (env == nullptr) return;
+          Napi::HandleScope scope(env);
+          auto d = drain(env, *box);
+          if (d.Get("steps").As<Napi::Number>().Int32Value() == 0) return;
+          try {
+            fn.Call({d});
+          } catch (const Napi::Error &) {
+            // The scheduler's handler catches its own errors; nothing to add here.
+          }
+        });
+      }
       const size_t base = out_.size() - reqs_.size();
       bool stop = false;
       for (size_t i = 0; i < reqs_.size(); i++) {
@@ -81,42 +158,20 @@ class StepWorker : public BusyWorker {
       }
       if (stop) break;
     }
+    post();
   }
 
+  // What JS has not taken yet (all of it when nothing streamed), plus the chain's status.
   Napi::Value Result(Napi::Env env) override {
-    auto res = Napi::Object::New(env);
+    auto res = drain(env, *box_);
     res.Set("status", status_);
-    res.Set("steps", steps_);
-    auto toks = Napi::Int32Array::New(env, out_.size());
-    for (size_t i = 0; i < out_.size(); i++) toks[i] = out_[i];
-    res.Set("tokens", toks);
-    auto lps = Napi::Array::New(env, logprobs_.size());
-    for (size_t i = 0; i < logprobs_.size(); i++) {
-      if (!logprobs_[i]) {
-        lps.Set((uint32_t) i, env.Null());
-        continue;
-      }
-      auto o = Napi::Object::New(env);
-      o.Set("logprob", logprobs_[i]->logprob);
-      auto top = Napi::Array::New(env, logprobs_[i]->top.size());
-      for (size_t j = 0; j < logprobs_[i]->top.size(); j++) {
-        auto pair = Napi::Array::New(env, 2);
-        pair.Set(0u, logprobs_[i]->top[j].first);
-        pair.Set(1u, logprobs_[i]->top[j].second);
-        top.Set((uint32_t) j, pair);
-      }
-      o.Set("top", top);
-      lps.Set((uint32_t) i, o);
-    }
-    res.Set("logprobs", lps);
-    res.Set("decodeUs", (double) decodeUs_);
-    res.Set("sampleUs", (double) sampleUs_);
     res.Set("idleUs", (double) idleUs());
     return res;
   }
 
  protected:
   void Finally() override {
+    if (tokens_) tokens_.Release();
     for (auto & r : reqs_) r.smpl->inStep = false;
     // Remember which entries have logits, for Context::logits().
     cs_->lastLogits = status_ == 0 ? lg_ : std::vector<uint8_t>();
@@ -124,6 +179,20 @@ class StepWorker : public BusyWorker {
   }
 
  private:
+  // Moves the steps not handed over yet into the outbox.
+  void post() {
+    std::lock_guard<std::mutex> lk(box_->mu);
+    box_->tokens.insert(box_->tokens.end(), out_.begin() + posted_, out_.end());
+    for (size_t i = posted_; i < logprobs_.size(); i++) box_->logprobs.push_back(std::move(logprobs_[i]));
+    posted_ = out_.size();
+    box_->steps += steps_ - postedSteps_;
+    postedSteps_ = steps_;
+    box_->decodeUs += decodeUs_ - postedDecodeUs_;
+    box_->sampleUs += sampleUs_ - postedSampleUs_;
+    postedDecodeUs_ = decodeUs_;
+    postedSampleUs_ = sampleUs_;
+  }
+
   int decodeOnce() {
     llama_batch & b = cs_->batch;
     b.n_tokens = (int32_t) tok_.size();
@@ -200,6 +269,12 @@ class StepWorker : public BusyWorker {
   std::vector<llama_token> out_;
   std::vector<std::optional<Logprob>> logprobs_;
   int64_t decodeUs_ = 0, sampleUs_ = 0;
+  int64_t streamUs_ = 0;
+  std::shared_ptr<Outbox> box_;
+  Napi::ThreadSafeFunction tokens_;  // empty unless the caller streams
+  size_t posted_ = 0;
+  int32_t postedSteps_ = 0;
+  int64_t postedDecodeUs_ = 0, postedSampleUs_ = 0;
 };
 
 template <typename T, napi_typedarray_type TT>
@@ -251,16 +326,22 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
                     (int32_t) optNumber(r, "budget", 1), optBool(r, "stopOnEog", true)});
   }
   int32_t maxSteps = 1;
-  double maxMs = 1e9;
+  double maxMs = 1e9, streamMs = 0;
+  Napi::Function onTokens;
   if (info.Length() > 2 && info[2].IsObject()) {
     auto o = info[2].As<Napi::Object>();
     maxSteps = (int32_t) optNumber(o, "maxSteps", 1);
     maxMs = optNumber(o, "maxMs", maxMs);
+    streamMs = optNumber(o, "streamMs", 0);
     if (maxSteps < 1 || maxSteps > 1024) throwRange(env, "step: maxSteps must be 1..1024");
     if (!(maxMs >= 0)) throwRange(env, "step: maxMs must be >= 0");
+    if (!(streamMs >= 0)) throwRange(env, "step: streamMs must be >= 0");
+    Napi::Value f = o.Get("onTokens");
+    if (f.IsFunction()) onTokens = f.As<Napi::Function>();
+    else if (!f.IsUndefined() && !f.IsNull()) throwType(env, "step: onTokens must be a function");
   }
   auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs), maxSteps,
-                            (int64_t) std::min(maxMs * 1000.0, 1e15));
+                            (int64_t) std::min(maxMs * 1000.0, 1e15), onTokens, (int64_t) std::min(streamMs * 1000.0, 1e15));
   return w->Queue(env);
 }
 

@@ -25,8 +25,8 @@ describe('pipelined decode chains', () => {
   let piped: RunningServer;
   beforeAll(async () => {
     const args = ['-m', fixtureModel(STORIES), '-threads', '1', '-concurrency', '4', '-cache-slots', '0'];
-    plain = await startServer(args, { env: { SVC_PIPELINE: '0', SVC_CHAIN_MS: '2', SVC_CHAIN_STEPS: '8' } });
-    piped = await startServer(args, { env: { SVC_PIPELINE: '1', SVC_CHAIN_MS: '2', SVC_CHAIN_STEPS: '8' } });
+    plain = await startServer(args, { env: { SVC_PIPELINE: '0', SVC_STREAM_MS: '-1', SVC_CHAIN_MS: '2', SVC_CHAIN_STEPS: '8' } });
+    piped = await startServer(args, { env: { SVC_PIPELINE: '1', SVC_STREAM_MS: '-1', SVC_CHAIN_MS: '2', SVC_CHAIN_STEPS: '8' } });
   });
   afterAll(async () => {
     await Promise.all([plain?.stop(), piped?.stop()]);

@@ -46,6 +46,7 @@ export class MetricsController {
       decode_ms: Math.round(s.decodeUs / 1000),
       sample_ms: Math.round(s.sampleUs / 1000),
       decode_idle_ms: Math.round(s.decodeIdleUs / 1000),
+      streamed_steps: s.streamedSteps,
     };
   }
 }

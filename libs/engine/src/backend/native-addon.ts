@@ -157,6 +157,24 @@ export interface NativeStepOptions {
   maxSteps?: number;
   /** Start no further chained step once this many milliseconds have passed. */
   maxMs?: number;
+  /**
+   * Streaming: while a chain runs, hand the steps decoded so far to this
+   * callback (on the JS thread) at most every `streamMs` milliseconds; the
+   * result then holds only the steps not delivered yet. Without it, the result
+   * holds every step.
+   */
+  onTokens?: (delivered: NativeStepTokens) => void;
+  streamMs?: number;
+}
+
+/** Steps of a chain: tokens and logprobs laid out steps × sample requests. */
+export interface NativeStepTokens {
+  steps: number;
+  tokens: Int32Array;
+  logprobs: Array<NativeTokenLogprob | null>;
+  /** Microseconds these steps spent in llama_decode and in sampling. */
+  decodeUs: number;
+  sampleUs: number;
 }
 
 export interface NativeTokenLogprob {
@@ -166,18 +184,12 @@ export interface NativeTokenLogprob {
   top: Array<[number, number]>;
 }
 
-export interface NativeStepResult {
+export interface NativeStepResult extends NativeStepTokens {
   /** llama_decode's return: 0 ok, 1 no KV slot, negative error. Tokens are empty unless 0. */
   status: number;
-  /** Steps run (1 unless chained; 0 when status is not 0). */
-  steps: number;
-  /** Per step, one sampled token per sample request, in order (already accepted): steps × samples. */
-  tokens: Int32Array;
-  /** Same layout; present per sample request that asked for topLogprobs > 0 (null otherwise). */
-  logprobs: Array<NativeTokenLogprob | null>;
-  /** Microseconds spent in llama_decode and in sampling. */
-  decodeUs: number;
-  sampleUs: number;
+  // steps: run and not streamed already (1 unless chained; 0 when status is not 0).
+  // tokens: per step, one sampled token per sample request, in order (already accepted).
+  // logprobs: same layout; present per sample request that asked for topLogprobs > 0 (null otherwise).
   /** Microseconds the engine thread sat idle before this step began (-1: nothing ran before). */
   idleUs?: number;
 }

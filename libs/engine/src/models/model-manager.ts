@@ -199,6 +199,10 @@ export class ModelManager {
       nThreadsBatch: c.threadsBatch,
       flashAttn: c.flashAttn,
     });
+    // JS work beside a running decode is free when the model runs on a GPU or the
+    // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
+    // (measured: streaming chains with -threads = CPUs decode slower).
+    const jsHasACpu = (this.backend.name !== 'cpu' && c.gpuLayers !== 0) || c.threads < availableParallelism();
     const scheduler = new Scheduler(native, ctx, {
       concurrency: c.concurrency,
       queueLimit: c.queueLimit,
@@ -208,10 +212,12 @@ export class ModelManager {
       cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
       cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
       kvOnDevice: this.backend.name !== 'cpu' && c.gpuLayers !== 0,
-      pipeline: process.env.SVC_PIPELINE ? process.env.SVC_PIPELINE === '1' : (this.backend.name !== 'cpu' && c.gpuLayers !== 0) || c.threads < availableParallelism(),
+      pipeline: process.env.SVC_PIPELINE ? process.env.SVC_PIPELINE === '1' : jsHasACpu,
       // Tuning knobs for the decode chain (see SchedulerOptions); not flags.
       chainSteps: envInt('SVC_CHAIN_STEPS'),
       chainMs: envInt('SVC_CHAIN_MS'),
+      // SVC_STREAM_MS=-1 turns streaming chains off, N (ms) on.
+      streamMs: process.env.SVC_STREAM_MS !== undefined ? Number(process.env.SVC_STREAM_MS) : jsHasACpu ? DEFAULT_STREAM_MS : -1,
     });
     const ms = performance.now() - started;
     this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request`);
@@ -225,6 +231,9 @@ export class ModelManager {
     return lm;
   }
 }
+
+/** Streaming chains hand tokens to JS at most this often (ms); see SchedulerOptions.streamMs. */
+const DEFAULT_STREAM_MS = 2;
 
 function envInt(name: string): number | undefined {
   const v = Number(process.env[name]);

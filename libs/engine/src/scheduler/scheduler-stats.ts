@@ -45,6 +45,8 @@ export class SchedulerStats {
    * what the round trips through JS cost running streams (a GPU waits that long).
    */
   decodeIdleUs = 0;
+  /** Steps handed to JS while their chain went on (streaming chains). */
+  streamedSteps = 0;
   private readonly observers: StatsObserver[] = [];
 
   observe(o: StatsObserver): void {

@@ -1,4 +1,4 @@
-import { NativeBatch, NativeContext, NativeModel, NativeSampleRequest, NativeStepResult } from '../backend/native-addon';
+import { NativeContext, NativeModel, NativeStepOptions, NativeStepTokens } from '../backend/native-addon';
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
@@ -38,6 +38,13 @@ export interface SchedulerOptions {
    */
   chainSteps?: number;
   chainMs?: number;
+  /**
+   * Streaming chains (off when undefined or negative): a batch of decoding
+   * sequences decodes on natively (up to 1024 steps, 1 s) and hands its tokens
+   * to JS every `streamMs` as it goes, so the engine never waits on JS between
+   * chains. The chain ends as soon as JS has something to change.
+   */
+  streamMs?: number;
 }
 
 /** Prompt tokens waiting to be decoded above which retained cells leave the KV cache before the step. */
@@ -329,22 +336,27 @@ export class Scheduler {
     // A batch of decoding sequences alone may run several steps natively; new
     // requests (submit) and cancels end the chain early via requestYield().
     const canChain = prefill === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
-    const opts = { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
+    const streaming = canChain && (this.opts.streamMs ?? -1) >= 0;
+    let failure: unknown;
+    const opts: NativeStepOptions = streaming
+      ? { maxSteps: 1024, maxMs: 1000, streamMs: this.opts.streamMs, onTokens: (d) => (failure ??= this.delivered(d, owners, batch.tokens.length, sequences, finished)) }
+      : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
+    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
+    const finished: Sequence[] = [];
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
       // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
       if (!(await this.cache.relieve()) && !(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
       result = await this.ctx.step(batch, samples, opts);
     }
-    if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
-    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
-    const finished: Sequence[] = [];
     try {
+      if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
+      if (failure) throw failure;
       let first = true;
       for (;;) {
         // Pipelining: the next chain of the same decoding sequences starts before
         // JS handles this one's tokens, so the engine does not wait on JS.
-        const next = canChain && this.opts.pipeline && this.queue.length === 0 && this.exclusiveWaiting === 0 ? nextChain(this.model, batch, samples, owners, result) : undefined;
+        const next = canChain && !streaming && this.opts.pipeline && this.queue.length === 0 && this.exclusiveWaiting === 0 ? nextChain(this.model, batch, samples, owners, result) : undefined;
         const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
         if (inflight) this.stats.pipelinedChains++;
         if (canChain && (result.idleUs ?? -1) >= 0) this.stats.decodeIdleUs += result.idleUs!;
@@ -364,9 +376,28 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A streaming chain's steps so far, handled at once; a sequence that ends here
+   * (a stop string) ends the chain. Returns what accept threw, to rethrow once
+   * the chain is over.
+   */
+  private delivered(d: NativeStepTokens, owners: Sequence[], batchTokens: number, sequences: number, finished: Sequence[]): unknown {
+    const before = finished.length;
+    this.stats.streamedSteps += d.steps;
+    try {
+      this.accept(d, owners, batchTokens, sequences, 0, finished);
+    } catch (err) {
+      this.ctx.requestYield();
+      return err;
+    }
+    if (finished.length > before) this.ctx.requestYield();
+    return undefined;
+  }
+
   /** Hands a step's tokens to their sequences; the ones that finish leave `active` and go to `finished`. */
-  private accept(result: NativeStepResult, owners: Sequence[], batchTokens: number, sequences: number, prefill: number, finished: Sequence[]): void {
-    const steps = Math.max(1, result.steps ?? 1);
+  private accept(result: NativeStepTokens, owners: Sequence[], batchTokens: number, sequences: number, prefill: number, finished: Sequence[]): void {
+    // 0 when a streaming chain handed every step over already.
+    const steps = result.steps ?? 1;
     this.stats.sampleUs += result.sampleUs ?? 0;
     for (let k = 0; k < steps; k++) {
       this.stats.recordStep(batchTokens, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
