@@ -42,7 +42,8 @@ export interface SchedulerOptions {
    * Streaming chains (off when undefined or negative): a batch of decoding
    * sequences decodes on natively (up to 1024 steps, 1 s) and hands its tokens
    * to JS every `streamMs` as it goes, so the engine never waits on JS between
-   * chains. The chain ends as soon as JS has something to change.
+   * chains. The chain ends as soon as JS has something to change. Takes
+   * precedence over chainSteps/chainMs/pipeline for such batches.
    */
   streamMs?: number;
 }
