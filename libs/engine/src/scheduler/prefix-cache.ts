@@ -177,6 +177,16 @@ export class PrefixCache {
     return true;
   }
 
+  /** demoteIdle with what the running requests share: each entry's longest shared length. */
+  async demoteUnshared(running: Iterable<{ sharedPrefix?: { entry: PrefixEntry; length: number } }>): Promise<void> {
+    const shared = new Map<PrefixEntry, number>();
+    for (const s of running) {
+      const p = s.sharedPrefix;
+      if (p && p.length > (shared.get(p.entry) ?? 0)) shared.set(p.entry, p.length);
+    }
+    await this.demoteIdle(shared);
+  }
+
   /** KV cache full: frees the least recently used resident entry's cells. False when none is left. */
   async relieve(): Promise<boolean> {
     const e = this.lru((x) => x.seq !== undefined);

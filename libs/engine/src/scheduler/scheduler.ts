@@ -3,7 +3,7 @@ import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { BatchBuilder, nextChain } from './batch-builder';
-import { PrefixCache, PrefixEntry } from './prefix-cache';
+import { PrefixCache } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
 
@@ -271,23 +271,13 @@ export class Scheduler {
 
   /** Nothing to do (and nothing allocated) on the decode path unless a retained prompt is resident. */
   private async demoteRetained(): Promise<void> {
-    if (this.cache.residentCount > 0) await this.cache.demoteIdle(this.sharedPrefixes());
+    if (this.cache.residentCount > 0) await this.cache.demoteUnshared(this.active);
   }
 
   private pendingPromptTokens(): number {
     let n = 0;
     for (const s of this.active) if (s.prefilling) n += s.spec.promptTokens.length - s.nPast;
     return n;
-  }
-
-  /** Retained entries whose cells running requests share, with the longest shared length. */
-  private sharedPrefixes(): Map<PrefixEntry, number> {
-    const m = new Map<PrefixEntry, number>();
-    for (const s of this.active) {
-      const p = s.sharedPrefix;
-      if (p && p.length > (m.get(p.entry) ?? 0)) m.set(p.entry, p.length);
-    }
-    return m;
   }
 
   /** A context's sequence already holds a prefix of the prompt: keep it, drop the rest. */
