@@ -32,6 +32,24 @@ struct ContextState {
   }
 };
 
+// Runs on the context's engine thread; releases the busy flag on the JS
+// thread once done.
+class BusyWorker : public EngineJob {
+ public:
+  BusyWorker(Napi::Env env, const char *, std::shared_ptr<ContextState> cs) : EngineJob(env), cs_(std::move(cs)) {
+    cs_->busy = true;
+  }
+  Napi::Promise Queue(Napi::Env env) {
+    auto p = Promise();
+    cs_->thread->Submit(env, this);
+    return p;
+  }
+
+ protected:
+  void Finally() override { cs_->busy = false; }
+  std::shared_ptr<ContextState> cs_;
+};
+
 class Context : public Napi::ObjectWrap<Context> {
  public:
   static Napi::Function Define(Napi::Env env);

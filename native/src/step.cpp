@@ -1,5 +1,5 @@
-// Context::step and the state workers: everything here that touches the
-// llama_context runs on the context's engine thread while ContextState::busy is held.
+// Context::step: decode + sample (chained, optionally streaming) on the
+// context's engine thread while ContextState::busy is held.
 #include "context.h"
 #include "model.h"
 #include "sampler.h"
@@ -85,23 +85,6 @@ Napi::Object drain(Napi::Env env, Outbox & box) {
   return res;
 }
 
-// Runs on the context's engine thread; releases the busy flag on the JS
-// thread once done.
-class BusyWorker : public EngineJob {
- public:
-  BusyWorker(Napi::Env env, const char *, std::shared_ptr<ContextState> cs) : EngineJob(env), cs_(std::move(cs)) {
-    cs_->busy = true;
-  }
-  Napi::Promise Queue(Napi::Env env) {
-    auto p = Promise();
-    cs_->thread->Submit(env, this);
-    return p;
-  }
-
- protected:
-  void Finally() override { cs_->busy = false; }
-  std::shared_ptr<ContextState> cs_;
-};
 
 class StepWorker : public BusyWorker {
  public:
@@ -342,64 +325,5 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
   }
   auto * w = new StepWorker(env, st, std::move(tok), std::move(pos), std::move(seq), std::move(lg), std::move(reqs), maxSteps,
                             (int64_t) std::min(maxMs * 1000.0, 1e15), onTokens, (int64_t) std::min(streamMs * 1000.0, 1e15));
-  return w->Queue(env);
-}
-
-// ---- per-sequence state ---------------------------------------------------
-
-namespace {
-class StateGetWorker : public BusyWorker {
- public:
-  StateGetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq)
-      : BusyWorker(env, "svc_engine.stateSeqGet", std::move(cs)), seq_(seq) {}
-  void Execute() override {
-    data_.resize(llama_state_seq_get_size(cs_->ctx, seq_));
-    size_t n = llama_state_seq_get_data(cs_->ctx, data_.data(), data_.size(), seq_);
-    data_.resize(n);
-  }
-  Napi::Value Result(Napi::Env env) override {
-    return Napi::Buffer<uint8_t>::Copy(env, data_.data(), data_.size());
-  }
-
- private:
-  llama_seq_id seq_;
-  std::vector<uint8_t> data_;
-};
-
-class StateSetWorker : public BusyWorker {
- public:
-  StateSetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq, std::vector<uint8_t> data)
-      : BusyWorker(env, "svc_engine.stateSeqSet", std::move(cs)), seq_(seq), data_(std::move(data)) {}
-  void Execute() override { read_ = llama_state_seq_set_data(cs_->ctx, data_.data(), data_.size(), seq_); }
-  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, (double) read_); }
-
- private:
-  llama_seq_id seq_;
-  std::vector<uint8_t> data_;
-  size_t read_ = 0;
-};
-
-llama_seq_id seqArg(const Napi::CallbackInfo & info, const ContextState & st) {
-  if (info.Length() < 1 || !info[0].IsNumber()) throwType(info.Env(), "seq must be a number");
-  int32_t s = info[0].As<Napi::Number>().Int32Value();
-  if (s < 0 || s >= st.nSeqMax) throwRange(info.Env(), "seq " + std::to_string(s) + " out of range");
-  return s;
-}
-}  // namespace
-
-Napi::Value Context::StateSeqGet(const Napi::CallbackInfo & info) {
-  auto st = state(info.Env());
-  auto * w = new StateGetWorker(info.Env(), st, seqArg(info, *st));
-  return w->Queue(info.Env());
-}
-
-Napi::Value Context::StateSeqSet(const Napi::CallbackInfo & info) {
-  Napi::Env env = info.Env();
-  auto st = state(env);
-  llama_seq_id seq = seqArg(info, *st);
-  if (info.Length() < 2 || !info[1].IsBuffer()) throwType(env, "stateSeqSet(seq, data): data must be a Buffer");
-  auto buf = info[1].As<Napi::Buffer<uint8_t>>();
-  std::vector<uint8_t> data(buf.Data(), buf.Data() + buf.Length());
-  auto * w = new StateSetWorker(env, st, seq, std::move(data));
   return w->Queue(env);
 }
