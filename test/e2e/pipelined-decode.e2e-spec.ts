@@ -78,6 +78,24 @@ describe.each([
     expect((await ctxReq).status).toBe(201);
   });
 
+  it('a context whose generation just ended can be deleted at once (done comes once its KV is settled)', async () => {
+    // Decode threads on every CPU: the engine thread then competes with JS and the
+    // end of its chain can come well after the last tokens were handed over.
+    const busy = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-concurrency', '4'], { env });
+    try {
+      for (let i = 0; i < 8; i++) {
+        const prompt = PROMPTS[i % PROMPTS.length];
+        const c = await postJson(`${busy.url}/v1/contexts`, { model: '', prompt });
+        expect(c.status).toBe(201);
+        const r = await complete(busy, { prompt: `${prompt} and`, svc_session: c.json.id, max_tokens: 24, svc_retain_prefix: false });
+        expect(r.usage.completion_tokens).toBeGreaterThan(0);
+        expect((await fetch(`${busy.url}/v1/contexts/${c.json.id}`, { method: 'DELETE' })).status).toBe(204);
+      }
+    } finally {
+      await busy.stop();
+    }
+  });
+
   it('a request arriving mid-chain joins at once', async () => {
     const long = complete(ahead, { prompt: PROMPTS[0], max_tokens: 1500, ignore_eos: true });
     await new Promise((r) => setTimeout(r, 100));

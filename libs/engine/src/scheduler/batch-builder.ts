@@ -105,7 +105,7 @@ export function nextChain(model: NativeModel, batch: NativeBatch, samples: Nativ
     const s = owners[i];
     const last = r.tokens[(steps - 1) * n + i];
     const budget = (samples[i].budget ?? 1) - steps;
-    if (s.finished || s.cancelled || budget <= 0 || (samples[i].stopOnEog && model.isEog(last))) return undefined;
+    if (s.finished || s.ending || s.cancelled || budget <= 0 || (samples[i].stopOnEog && model.isEog(last))) return undefined;
     next.push({ ...samples[i], budget });
   }
   for (let i = 0; i < n; i++) {

@@ -363,8 +363,25 @@ export class Scheduler {
         result = r;
       }
     } finally {
-      for (const s of finished) this.release(s, true);
+      // `done` goes out once the sequence's KV is settled (a streaming chain ends
+      // after sequences that finished mid-chain): a client that reacts to it at
+      // once (deleting its context) finds the context free.
+      for (const s of finished) {
+        this.complete(s);
+        this.release(s, true);
+      }
     }
+  }
+
+  private complete(s: Sequence): void {
+    if (!s.ending) return;
+    s.finish(s.ending.reason, s.ending.stop, s.ending.at);
+    this.stats.recordFinish({
+      ttftMs: s.firstTokenAt - s.queuedAt,
+      promptTokens: s.spec.promptTokens.length,
+      cachedTokens: s.cachedTokens,
+      completionTokens: s.generated.length,
+    });
   }
 
   /**
@@ -398,17 +415,11 @@ export class Scheduler {
     for (let k = 0; k < steps; k++) {
       for (let i = 0; i < n; i++) {
         const s = owners[i];
-        if (s.finished || s.cancelled) continue;
+        if (s.finished || s.ending || s.cancelled) continue;
         const r = s.accept(result.tokens[k * n + i], result.logprobs[k * n + i] ?? null, this.opts.nCtxSeq);
         this.stats.generatedTokens++;
         if (r.finish) {
-          s.finish(r.finish, r.stop, now);
-          this.stats.recordFinish({
-            ttftMs: s.firstTokenAt - s.queuedAt,
-            promptTokens: s.spec.promptTokens.length,
-            cachedTokens: s.cachedTokens,
-            completionTokens: s.generated.length,
-          });
+          s.ending = { reason: r.finish, stop: r.stop, at: now };
           this.active.splice(this.active.indexOf(s), 1);
           finished.push(s);
         }

@@ -49,6 +49,8 @@ export class Sequence {
   readonly generated: number[] = [];
   lastToken = -1;
   cancelled = false;
+  /** Set when the sequence's last token came; `finish` (the done event) follows once its KV is settled. */
+  ending?: { reason: FinishReason; stop?: string; at: number };
   /** Called once when the client goes away (the scheduler ends a chained step early). */
   onCancel?: () => void;
   finished = false;
