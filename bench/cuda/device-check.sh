@@ -27,6 +27,8 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 #   gpu       benchmark vs llama-server, -ngl 999
 #   cpu       the same benchmark with no GPU visible (CUDA_VISIBLE_DEVICES=, both on the CPU
 #             code of the same build): a quiet many-core host for CPU figures, CPU_THREADS threads
+#   stream    svc alone on the GPU with streaming chains off (SVC_STREAM_MS=-1, session 3's
+#             chains), to set beside the gpu phase's svc figures (streaming chains on)
 #   repeat    the stories260K GPU benchmark REPEAT more times (the Xid 13 hunt)
 PHASES=${PHASES:-smoke dialects gpu}
 T=${THREADS:-8}
@@ -50,6 +52,11 @@ if has gpu; then
   timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
     --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
     --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+if has stream; then
+  echo "== benchmark, GPU, svc with streaming chains off"
+  timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --only svc --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench-nostream.json" \
+    --svc-cmd "env SVC_STREAM_MS=-1 node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" 2>&1 | tee "$OUT/bench-nostream.log" | tail -12
 fi
 if has repeat; then
   for i in $(seq "${REPEAT:-2}"); do
