@@ -205,9 +205,9 @@ export class Scheduler {
   }
 
   /**
-   * Between requests, retained prompts leave the KV cache one at a time (all but
-   * the most recent): in a unified KV cache their cells would widen the next
-   * request's first steps. Stops as soon as anything is queued or running.
+   * Between requests, retained prompts leave the KV cache one at a time (see
+   * PrefixCache.demoteOneIdle for which): in a unified KV cache their cells would
+   * widen the next request's first steps. Stops as soon as anything is queued or running.
    */
   private async demoteWhileIdle(): Promise<void> {
     const idle = () => !this.running && !this.closing && this.queue.length === 0 && this.active.length === 0;
@@ -328,12 +328,12 @@ export class Scheduler {
     // requests (submit) and cancels end the chain early via requestYield().
     const canChain = prefill === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
     const streaming = canChain && (this.opts.streamMs ?? -1) >= 0;
+    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
+    const finished: Sequence[] = [];
     let failure: unknown;
     const opts: NativeStepOptions = streaming
       ? { maxSteps: 1024, maxMs: 1000, streamMs: this.opts.streamMs, onTokens: (d) => (failure ??= this.delivered(d, owners, batch.tokens.length, sequences, finished)) }
       : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
-    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
-    const finished: Sequence[] = [];
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
       // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
@@ -373,6 +373,7 @@ export class Scheduler {
     }
   }
 
+  /** Sends `done` for a sequence that ended (nothing for one cancelled or failed). */
   private complete(s: Sequence): void {
     if (!s.ending) return;
     s.finish(s.ending.reason, s.ending.stop, s.ending.at);
