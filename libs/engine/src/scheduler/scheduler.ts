@@ -1,4 +1,4 @@
-import { NativeContext, NativeModel, NativeStepOptions, NativeStepTokens } from '../backend/native-addon';
+import { NativeContext, NativeModel, NativeStepOptions } from '../backend/native-addon';
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
@@ -6,6 +6,7 @@ import { BatchBuilder, nextChain } from './batch-builder';
 import { PrefixCache } from './prefix-cache';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
+import { TokenIntake } from './token-intake';
 
 export interface SchedulerOptions {
   /** Sequences generating at once. */
@@ -68,6 +69,7 @@ export class Scheduler {
   private exclusiveWaiting = 0;
   private closing = false;
   private readonly batches: BatchBuilder;
+  private readonly intake: TokenIntake;
   private idle?: () => void;
   private pressureRelief?: () => Promise<boolean>;
 
@@ -77,6 +79,7 @@ export class Scheduler {
     private readonly opts: SchedulerOptions,
   ) {
     this.batches = new BatchBuilder(opts.nBatch, opts.nCtxSeq);
+    this.intake = new TokenIntake(this.stats, this.active, opts.nCtxSeq, ctx);
     const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(
@@ -332,7 +335,7 @@ export class Scheduler {
     const finished: Sequence[] = [];
     let failure: unknown;
     const opts: NativeStepOptions = streaming
-      ? { maxSteps: 1024, maxMs: 1000, streamMs: this.opts.streamMs, onTokens: (d) => (failure ??= this.delivered(d, owners, batch.tokens.length, sequences, finished)) }
+      ? { maxSteps: 1024, maxMs: 1000, streamMs: this.opts.streamMs, onTokens: (d) => (failure ??= this.intake.delivered(d, owners, batch.tokens.length, sequences, finished)) }
       : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
@@ -351,7 +354,7 @@ export class Scheduler {
         const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
         if (inflight) this.stats.pipelinedChains++;
         if (canChain && (result.idleUs ?? -1) >= 0) this.stats.decodeIdleUs += result.idleUs!;
-        this.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
+        this.intake.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
         first = false;
         if (!inflight || !next) break;
         // A stop string ended a sequence: the chain in flight decodes for it in vain, end it soon.
@@ -367,63 +370,8 @@ export class Scheduler {
       // after sequences that finished mid-chain): a client that reacts to it at
       // once (deleting its context) finds the context free.
       for (const s of finished) {
-        this.complete(s);
+        this.intake.complete(s);
         this.release(s, true);
-      }
-    }
-  }
-
-  /** Sends `done` for a sequence that ended (nothing for one cancelled or failed). */
-  private complete(s: Sequence): void {
-    if (!s.ending) return;
-    s.finish(s.ending.reason, s.ending.stop, s.ending.at);
-    this.stats.recordFinish({
-      ttftMs: s.firstTokenAt - s.queuedAt,
-      promptTokens: s.spec.promptTokens.length,
-      cachedTokens: s.cachedTokens,
-      completionTokens: s.generated.length,
-    });
-  }
-
-  /**
-   * A streaming chain's steps so far, handled at once; a sequence that ends here
-   * (a stop string) ends the chain. Returns what accept threw, to rethrow once
-   * the chain is over.
-   */
-  private delivered(d: NativeStepTokens, owners: Sequence[], batchTokens: number, sequences: number, finished: Sequence[]): unknown {
-    const before = finished.length;
-    this.stats.streamedSteps += d.steps;
-    try {
-      this.accept(d, owners, batchTokens, sequences, 0, finished);
-    } catch (err) {
-      this.ctx.requestYield();
-      return err;
-    }
-    if (finished.length > before) this.ctx.requestYield();
-    return undefined;
-  }
-
-  /** Hands a step's tokens to their sequences; the ones that finish leave `active` and go to `finished`. */
-  private accept(result: NativeStepTokens, owners: Sequence[], batchTokens: number, sequences: number, prefill: number, finished: Sequence[]): void {
-    // 0 when a streaming chain handed every step over already.
-    const steps = result.steps ?? 1;
-    this.stats.sampleUs += result.sampleUs ?? 0;
-    for (let k = 0; k < steps; k++) {
-      this.stats.recordStep(batchTokens, sequences, k === 0 ? prefill : 0, owners.length, result.decodeUs / steps);
-    }
-    const now = performance.now();
-    const n = owners.length;
-    for (let k = 0; k < steps; k++) {
-      for (let i = 0; i < n; i++) {
-        const s = owners[i];
-        if (s.finished || s.ending || s.cancelled) continue;
-        const r = s.accept(result.tokens[k * n + i], result.logprobs[k * n + i] ?? null, this.opts.nCtxSeq);
-        this.stats.generatedTokens++;
-        if (r.finish) {
-          s.ending = { reason: r.finish, stop: r.stop, at: now };
-          this.active.splice(this.active.indexOf(s), 1);
-          finished.push(s);
-        }
       }
     }
   }
