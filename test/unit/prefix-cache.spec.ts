@@ -90,7 +90,7 @@ describe('PrefixCache', () => {
     expect(ops).toEqual([]);
   });
   it('with the KV cache on a device, only the prompt part goes to host memory', async () => {
-    const { c, ops, freed } = cache({ hostPromptOnly: true });
+    const { c, ops, freed } = cache({ kvOnDevice: true });
     c.retain(1, t(1, 2, 3, 4, 5), 3); // prompt 1 2 3, generated 4 5
     await c.demoteIdle(new Map());
     expect(ops).toEqual(['rm 1 [3,-1)', 'get 1']);
@@ -127,7 +127,7 @@ describe('PrefixCache', () => {
     expect(c.size).toBe(2);
   });
   it('while nothing runs, with the KV cache on a device, the most recent entry stays resident', async () => {
-    const { c, freed } = cache({ hostPromptOnly: true });
+    const { c, freed } = cache({ kvOnDevice: true });
     c.retain(1, t(1, 1));
     c.retain(2, t(2, 2));
     c.retain(3, t(3, 3));

@@ -6,7 +6,6 @@ import { FastifyReply } from 'fastify';
  */
 export class StreamWriter {
   private readonly raw: FastifyReply['raw'];
-  private corked = false;
 
   constructor(reply: FastifyReply, contentType: 'text/event-stream' | 'application/x-ndjson', headers: Record<string, string> = {}) {
     reply.hijack();
@@ -29,29 +28,12 @@ export class StreamWriter {
   /** `data: <json>` frame, optionally with an `event:` line. */
   event(data: unknown, event?: string): void {
     if (this.closed) return;
-    this.send((event ? `event: ${event}\n` : '') + `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+    this.raw.write((event ? `event: ${event}\n` : '') + `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
   }
 
   line(obj: unknown): void {
     if (this.closed) return;
-    this.send(JSON.stringify(obj) + '\n');
-  }
-
-  /**
-   * Frames written in one burst (a chained decode delivers many tokens at once)
-   * leave in one socket write rather than a syscall each; a lone frame goes out
-   * as soon as the current JavaScript turn ends.
-   */
-  private send(frame: string): void {
-    if (!this.corked) {
-      this.corked = true;
-      this.raw.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.raw.uncork();
-      });
-    }
-    this.raw.write(frame);
+    this.raw.write(JSON.stringify(obj) + '\n');
   }
 
   end(): void {

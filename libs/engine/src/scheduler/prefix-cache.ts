@@ -37,9 +37,10 @@ export interface PrefixCacheLimits {
   /**
    * The KV cache lives in device memory: reading a state costs a copy per run of
    * cells per layer, and generated tokens of concurrent requests interleave cell
-   * by cell, so only the prompt part (a few runs) goes to the host tier.
+   * by cell, so only the prompt part (a few runs) goes to the host tier; and
+   * while idle the most recent entry stays resident (demoteOneIdle).
    */
-  hostPromptOnly?: boolean;
+  kvOnDevice?: boolean;
 }
 
 export interface PrefixReuse {
@@ -167,10 +168,9 @@ export class PrefixCache {
    * False when there is nothing to do.
    */
   async demoteOneIdle(): Promise<boolean> {
-    // hostPromptOnly: the KV cache is in device memory.
-    const keepNewest = this.limits.hostPromptOnly === true;
+    const keepNewest = this.limits.kvOnDevice === true;
     if (this.limits.maxHostBytes <= 0 || this.residentCount <= (keepNewest ? 1 : 0)) return false;
-    const newest = keepNewest ? this.mru((x) => x.seq !== undefined) : undefined;
+    const newest = keepNewest ? this.byUse((x) => x.seq !== undefined, 'newest') : undefined;
     const e = this.lru((x) => x.seq !== undefined && x !== newest);
     if (!e) return false;
     await this.demote(e, 0);
@@ -217,7 +217,7 @@ export class PrefixCache {
   private async demote(e: PrefixEntry, keep: number): Promise<void> {
     const seq = e.seq as number;
     if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length) {
-      if (this.limits.hostPromptOnly && e.promptLen < e.tokens.length) {
+      if (this.limits.kvOnDevice && e.promptLen < e.tokens.length) {
         this.ctx.seqRemove(seq, e.promptLen, -1);
         e.tokens = e.tokens.slice(0, e.promptLen);
         e.residentLen = e.promptLen;
@@ -244,15 +244,16 @@ export class PrefixCache {
     }
   }
 
-  private mru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
-    let best: PrefixEntry | undefined;
-    for (const e of this.entries) if (pred(e) && (!best || e.lastUsed > best.lastUsed)) best = e;
-    return best;
+  private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
+    return this.byUse(pred, 'oldest');
   }
 
-  private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
+  /** The least ('oldest') or most ('newest') recently used entry matching pred. */
+  private byUse(pred: (e: PrefixEntry) => boolean, which: 'oldest' | 'newest'): PrefixEntry | undefined {
     let best: PrefixEntry | undefined;
-    for (const e of this.entries) if (pred(e) && (!best || e.lastUsed < best.lastUsed)) best = e;
+    for (const e of this.entries) {
+      if (pred(e) && (!best || (which === 'oldest' ? e.lastUsed < best.lastUsed : e.lastUsed > best.lastUsed))) best = e;
+    }
     return best;
   }
 

@@ -23,7 +23,7 @@ export interface SchedulerOptions {
   cachePositions: number;
   /** Bytes retained prompts may take in host memory once moved out of the KV cache (0: none). */
   cacheHostBytes?: number;
-  /** The KV cache is in device memory (see PrefixCacheLimits.hostPromptOnly). */
+  /** The KV cache is in device memory (see PrefixCacheLimits.kvOnDevice). */
   kvOnDevice?: boolean;
   /**
    * Start a decoding batch's next chain before JS handles the last one's tokens.
@@ -84,7 +84,7 @@ export class Scheduler {
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(
       ctx,
-      { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0, hostPromptOnly: opts.kvOnDevice },
+      { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0, kvOnDevice: opts.kvOnDevice },
       (seq) => this.freeSeq(seq),
     );
   }
