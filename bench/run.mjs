@@ -6,7 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
-//                      [--warmup 30] [--ttft-samples 5] [--no-interleave]
+//                      [--warmup 30] [--ttft-samples 5] [--no-interleave] [--keep-alive]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -70,6 +70,7 @@ function parseArgs(argv) {
     warmup: 30,
     interleave: true,
     ttftSamples: 5,
+    keepAlive: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -94,6 +95,7 @@ function parseArgs(argv) {
     else if (a === '--warmup') o.warmup = Number(next());
     else if (a === '--no-interleave') o.interleave = false;
     else if (a === '--ttft-samples') o.ttftSamples = Math.max(1, Number(next()));
+    else if (a === '--keep-alive') o.keepAlive = true;
     else if (a === '-h' || a === '--help') {
       console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 10).join('\n'));
       process.exit(0);
@@ -172,7 +174,15 @@ async function stopServer(srv) {
  * POST /v1/completions with stream: true; returns timings (ms, relative to send) and counts.
  * tFirst: first chunk carrying generated text; tLast: final chunk (finish_reason / usage / [DONE]).
  */
-function streamCompletion(port, body, timeoutMs) {
+/**
+ * Completion requests open a new connection each by default; --keep-alive reuses
+ * connections, as the official OpenAI/Anthropic/Ollama clients do.
+ */
+let completionAgent = false;
+
+function streamCompletion(port, body, timeoutMs, retried = false) {
+  // The retry takes a new connection: the pool may hold more sockets the server closed.
+  const agent = retried ? false : completionAgent;
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } });
     const t0 = performance.now();
@@ -181,7 +191,7 @@ function streamCompletion(port, body, timeoutMs) {
       text: '', usage: null, finishReason: null, serverTimings: null,
     };
     const req = http.request({
-      host: HOST, port, path: '/v1/completions', method: 'POST', agent: false,
+      host: HOST, port, path: '/v1/completions', method: 'POST', agent,
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: 'text/event-stream' },
     }, (res) => {
       if (res.statusCode !== 200) {
@@ -239,7 +249,8 @@ function streamCompletion(port, body, timeoutMs) {
       res.on('error', reject);
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`request timed out after ${timeoutMs} ms`)));
-    req.on('error', reject);
+    // A kept-alive socket the server closed meanwhile (llama-server: Keep-Alive max=100): once more.
+    req.on('error', (e) => (req.reusedSocket && e.code === 'ECONNRESET' && !retried ? streamCompletion(port, body, timeoutMs, true).then(resolve, reject) : reject(e)));
     req.end(payload);
   });
 }
@@ -437,6 +448,7 @@ function printTable(results, servers, parallel) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.keepAlive) completionAgent = new http.Agent({ keepAlive: true });
   const servers = opts.only ? [opts.only] : ['llama', 'svc'];
   const date = new Date().toISOString();
   const loadStart = os.loadavg().map((x) => +x.toFixed(2));
@@ -495,7 +507,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

@@ -24,7 +24,7 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 # PHASES picks what runs (default: all of them, in this order):
 #   smoke     native/smoke.mjs on the CUDA addon
 #   dialects  bench/cuda/dialects.mjs on the GPU
-#   gpu       benchmark vs llama-server, -ngl 999
+#   gpu       benchmark vs llama-server, -ngl 999 (BENCH_ARGS: more options, BENCH_TAG: file-name suffix)
 #   cpu       the same benchmark with no GPU visible (CUDA_VISIBLE_DEVICES=, both on the CPU
 #             code of the same build): a quiet many-core host for CPU figures, CPU_THREADS threads
 #   stream    svc alone on the GPU with streaming chains off (SVC_STREAM_MS=-1, session 3's
@@ -49,9 +49,10 @@ if has cpu; then
 fi
 if has gpu; then
   echo "== benchmark, GPU"
-  timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench.json" \
+  # BENCH_ARGS: more bench/run.mjs options (e.g. --keep-alive); BENCH_TAG names the output files apart.
+  timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench${BENCH_TAG:-}.json" ${BENCH_ARGS:-} \
     --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
-    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench.log" | tail -30
+    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" | tail -30
 fi
 if has stream; then
   echo "== benchmark, GPU, svc with streaming chains off"
@@ -68,4 +69,5 @@ if has repeat; then
   done
   dmesg 2>/dev/null | grep -i xid | tail -5 || true
 fi
-mkdir -p "$OUT/server-logs" && for d in /tmp/svc-bench-*; do cp -r "$d" "$OUT/server-logs/" 2>/dev/null; done; du -sh "$OUT"
+# One archive: what comes back from the machine is limited in file count.
+tar -czf "$OUT/server-logs.tgz" /tmp/svc-bench-* 2>/dev/null; du -sh "$OUT"

@@ -89,10 +89,14 @@ describe('PrefixCache', () => {
     expect(await c.reuse(cat(run(100, 40), t(1)), 5)).toEqual({ n: 0 });
     expect(ops).toEqual([]);
   });
-  it('with the KV cache on a device, only the prompt part goes to host memory', async () => {
+  it('with the KV cache on a device, entries stay resident until cells run short, and then only the prompt part goes to host memory', async () => {
     const { c, ops, freed } = cache({ kvOnDevice: true });
     c.retain(1, t(1, 2, 3, 4, 5), 3); // prompt 1 2 3, generated 4 5
     await c.demoteIdle(new Map());
+    expect(await c.demoteOneIdle()).toBe(false);
+    expect(ops).toEqual([]);
+    expect(c.residentCount).toBe(1);
+    expect(await c.relieve()).toBe(true);
     expect(ops).toEqual(['rm 1 [3,-1)', 'get 1']);
     expect(freed).toEqual([1]);
     expect(c.match(t(1, 2, 3, 4, 5))).toMatchObject({ length: 3 });
@@ -125,16 +129,6 @@ describe('PrefixCache', () => {
     expect(await c.demoteOneIdle()).toBe(false);
     expect(c.residentCount).toBe(0);
     expect(c.size).toBe(2);
-  });
-  it('while nothing runs, with the KV cache on a device, the most recent entry stays resident', async () => {
-    const { c, freed } = cache({ kvOnDevice: true });
-    c.retain(1, t(1, 1));
-    c.retain(2, t(2, 2));
-    c.retain(3, t(3, 3));
-    c.match(t(1, 1)); // entry 1 is now the most recent
-    while (await c.demoteOneIdle());
-    expect(freed).toEqual([2, 3]);
-    expect(c.match(t(1, 1))?.entry.seq).toBe(1);
   });
   it('while nothing runs, without a host tier, nothing is dropped', async () => {
     const { c, ops } = cache({ maxHostBytes: 0 });

@@ -8,12 +8,13 @@ import { NativeContext } from '../backend/native-addon';
  * - host: llama.cpp's per-sequence state, read out to memory; a match writes it
  *   into the request's sequence (a memcpy, not a prefill).
  * Resident cells cost every decode step: in a unified KV cache attention spans
- * up to the highest used cell, whoever owns it. So while anything decodes, an
- * entry keeps resident only the prefix that running requests share with it, and
- * the rest moves to the host tier (demoteIdle); and while nothing runs, entries
- * move there too (demoteOneIdle), so the next request's first step is not
- * widened by prompts it does not share. Bounded by
- * entry count, resident positions and host bytes; evicted least-recently-used.
+ * up to the highest used cell, whoever owns it. On a CPU that is real compute,
+ * so while anything decodes an entry keeps resident only the prefix running
+ * requests share with it, the rest moving to the host tier (demoteIdle), and
+ * while nothing runs entries move there too (demoteOneIdle). With the KV cache on
+ * a device it is the reverse (see PrefixCacheLimits.kvOnDevice): entries stay
+ * resident until cells run short (relieve). Bounded by entry count, resident
+ * positions and host bytes; evicted least-recently-used.
  */
 export interface PrefixEntry {
   /** Sequence id while some of its cells are resident. */
@@ -35,10 +36,12 @@ export interface PrefixCacheLimits {
   /** Bytes host-tier states may take together (0: no host tier; demoted entries are dropped). */
   maxHostBytes: number;
   /**
-   * The KV cache lives in device memory: reading a state costs a copy per run of
-   * cells per layer, and generated tokens of concurrent requests interleave cell
-   * by cell, so only the prompt part (a few runs) goes to the host tier; and
-   * while idle the most recent entry stays resident (demoteOneIdle).
+   * The KV cache lives in device memory. Reading a state out there is a device
+   * copy per run of cells per layer (about 2 ms on an H200 even for 8 tokens,
+   * stalling every stream meanwhile), while attending over masked cells costs the
+   * GPU next to nothing: so entries leave the KV cache only when cells run short,
+   * and then only their prompt part goes to the host tier (generated tokens of
+   * concurrent requests interleave cell by cell: a copy per cell).
    */
   kvOnDevice?: boolean;
 }
@@ -150,6 +153,7 @@ export class PrefixCache {
    * are freed, its whole state kept in memory.
    */
   async demoteIdle(shared: Map<PrefixEntry, number>): Promise<void> {
+    if (this.limits.kvOnDevice) return;
     for (const e of [...this.entries]) {
       if (e.seq === undefined) continue;
       const keep = shared.get(e) ?? 0;
@@ -160,18 +164,13 @@ export class PrefixCache {
   /**
    * Called while nothing runs, one entry per call so a request arriving meanwhile
    * waits for one state read at most: moves the least recently used resident entry
-   * to host memory. With the KV cache on a device the most recent entry stays (the
-   * likeliest to be continued, a chat's next turn): there a state read and write
-   * are device copies, while attending over a few more masked cells is cheap; on a
-   * CPU it is the reverse (a memcpy, against real compute per step). Only with a
-   * host tier: without one this would drop entries a later request could reuse.
+   * to host memory. Only with a host tier (without one this would drop entries a
+   * later request could reuse) and with the KV cache in host memory (kvOnDevice).
    * False when there is nothing to do.
    */
   async demoteOneIdle(): Promise<boolean> {
-    const keepNewest = this.limits.kvOnDevice === true;
-    if (this.limits.maxHostBytes <= 0 || this.residentCount <= (keepNewest ? 1 : 0)) return false;
-    const newest = keepNewest ? this.byUse((x) => x.seq !== undefined, 'newest') : undefined;
-    const e = this.lru((x) => x.seq !== undefined && x !== newest);
+    if (this.limits.maxHostBytes <= 0 || this.limits.kvOnDevice) return false;
+    const e = this.lru((x) => x.seq !== undefined);
     if (!e) return false;
     await this.demote(e, 0);
     return true;
@@ -245,15 +244,8 @@ export class PrefixCache {
   }
 
   private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
-    return this.byUse(pred, 'oldest');
-  }
-
-  /** The least ('oldest') or most ('newest') recently used entry matching pred. */
-  private byUse(pred: (e: PrefixEntry) => boolean, which: 'oldest' | 'newest'): PrefixEntry | undefined {
     let best: PrefixEntry | undefined;
-    for (const e of this.entries) {
-      if (pred(e) && (!best || (which === 'oldest' ? e.lastUsed < best.lastUsed : e.lastUsed > best.lastUsed))) best = e;
-    }
+    for (const e of this.entries) if (pred(e) && (!best || e.lastUsed < best.lastUsed)) best = e;
     return best;
   }
 
