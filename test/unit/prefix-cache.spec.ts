@@ -101,6 +101,14 @@ describe('PrefixCache', () => {
     expect(freed).toEqual([1]);
     expect(c.match(t(1, 2, 3, 4, 5))).toMatchObject({ length: 3 });
   });
+  it('with the KV cache on a device, a short match is prefilled again rather than shared', async () => {
+    const { c, ops } = cache({ kvOnDevice: true });
+    c.retain(1, run(100, 40));
+    expect(await c.reuse(cat(run(100, 3), t(1, 2, 3)), 5)).toEqual({ n: 0 });
+    expect(ops).toEqual([]);
+    expect((await c.reuse(cat(run(100, 32), t(1)), 6)).n).toBe(32);
+    expect(ops).toEqual(['cp 1->6 [0,32)']);
+  });
   it('drops entries instead when there is no host memory for them', async () => {
     const { c, ops, freed } = cache({ maxHostBytes: 0 });
     c.retain(1, t(1, 2, 3));
