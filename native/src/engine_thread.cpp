@@ -25,8 +25,15 @@ void EngineJob::Complete(Napi::Env env) {
 }
 
 EngineThread::EngineThread(Napi::Env env) {
+  // The finalizer may run after this object is gone: it holds its own reference to the flag.
+  using Flag = std::shared_ptr<std::atomic<bool>>;
   tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo &) {}),
-                                        "svc_engine.thread", 0, 1);
+                                        "svc_engine.thread", 0, 1,
+                                        [](Napi::Env, Flag * gone) {
+                                          gone->get()->store(true);
+                                          delete gone;
+                                        },
+                                        new Flag(tsfnGone_));
   tsfn_.Unref(env);  // only pending jobs keep the event loop alive
   thread_ = std::thread([this] { Loop(); });
 }
@@ -38,7 +45,7 @@ EngineThread::~EngineThread() {
   }
   cv_.notify_one();
   if (thread_.joinable()) thread_.join();
-  tsfn_.Release();
+  if (!tsfnGone_->load()) tsfn_.Release();
 }
 
 void EngineThread::Submit(Napi::Env env, EngineJob * job) {

@@ -8,6 +8,7 @@
 
 #include <napi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -62,6 +63,10 @@ class EngineThread {
   static void Deliver(Napi::Env env, Napi::Function, EngineJob * job);
 
   Napi::ThreadSafeFunction tsfn_;
+  // Set when Node finalized the thread-safe function, which it does by itself when
+  // the environment is torn down (a process exiting with contexts never disposed):
+  // releasing it after that locks a destroyed mutex and aborts the process.
+  std::shared_ptr<std::atomic<bool>> tsfnGone_ = std::make_shared<std::atomic<bool>>(false);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<EngineJob *> queue_;

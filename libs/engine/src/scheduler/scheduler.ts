@@ -165,8 +165,10 @@ export class Scheduler {
   /** Stops admitting, lets running sequences finish, then resolves. */
   async drain(): Promise<void> {
     this.closing = true;
-    if (!this.running && this.queue.length === 0) return;
-    await new Promise<void>((resolve) => (this.idle = resolve));
+    if (this.running || this.queue.length > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+    // KV work still queued (an idle demotion mid state read, a context operation)
+    // settles before the caller disposes the context under it.
+    await this.kv.run(() => undefined);
   }
 
   private kick(): void {
@@ -202,7 +204,7 @@ export class Scheduler {
       if (this.queue.length > 0 || this.active.length > 0) this.kick();
       else {
         this.idle?.();
-        if (!this.closing) setImmediate(() => void this.demoteWhileIdle());
+        if (!this.closing) setImmediate(() => void this.demoteWhileIdle().catch((err: Error) => process.emitWarning(`moving retained prompts out of the KV cache failed: ${err.message}`)));
       }
     }
   }
