@@ -60,8 +60,10 @@ describe('PrefixCache', () => {
     const { c, ops, freed } = cache();
     const a = run(100, 40);
     const b = run(200, 40);
+    expect(c.demotesWhileRunning).toBe(false); // nothing resident
     c.retain(1, a);
     c.retain(2, b);
+    expect(c.demotesWhileRunning).toBe(true);
     const e1 = c.match(a.subarray(0, 1))!.entry;
     await c.demoteIdle(new Map([[e1, 2]]));
     // entry 1 keeps the 2 shared positions resident; entry 2 leaves the KV cache entirely
@@ -92,6 +94,7 @@ describe('PrefixCache', () => {
   it('with the KV cache on a device, entries stay resident until cells run short, and then only the prompt part goes to host memory', async () => {
     const { c, ops, freed } = cache({ kvOnDevice: true });
     c.retain(1, t(1, 2, 3, 4, 5), 3); // prompt 1 2 3, generated 4 5
+    expect(c.demotesWhileRunning).toBe(false);
     await c.demoteIdle(new Map());
     expect(await c.demoteOneIdle()).toBe(false);
     expect(ops).toEqual([]);

@@ -89,6 +89,11 @@ export class PrefixCache {
     return this.entries.reduce((n, e) => n + (e.state?.length ?? 0), 0);
   }
 
+  /** Whether demoteUnshared has anything to do: a resident entry, and a KV cache in host memory. */
+  get demotesWhileRunning(): boolean {
+    return !this.limits.kvOnDevice && this.residentCount > 0;
+  }
+
   private get residentPositions(): number {
     return this.entries.reduce((n, e) => n + e.residentLen, 0);
   }

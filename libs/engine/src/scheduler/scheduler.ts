@@ -274,9 +274,9 @@ export class Scheduler {
     this.stats.cachedPromptTokens += n;
   }
 
-  /** Nothing to do (and nothing allocated) on the decode path unless a retained prompt is resident. */
+  /** Nothing to do on the decode path unless a retained prompt is resident in a KV cache in host memory. */
   private async demoteRetained(): Promise<void> {
-    if (this.cache.residentCount > 0) await this.cache.demoteUnshared(this.active);
+    if (this.cache.demotesWhileRunning) await this.cache.demoteUnshared(this.active);
   }
 
   private pendingPromptTokens(): number {
