@@ -202,7 +202,8 @@ export class ModelManager {
     // JS work beside a running decode is free when the model runs on a GPU or the
     // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
     // (measured: streaming chains with -threads = CPUs decode slower).
-    const jsHasACpu = (this.backend.name !== 'cpu' && c.gpuLayers !== 0) || c.threads < availableParallelism();
+    const kvOnDevice = this.backend.name !== 'cpu' && c.gpuLayers !== 0;
+    const jsHasACpu = kvOnDevice || c.threads < availableParallelism();
     const scheduler = new Scheduler(native, ctx, {
       concurrency: c.concurrency,
       queueLimit: c.queueLimit,
@@ -211,7 +212,7 @@ export class ModelManager {
       cacheSlots: c.cacheSlots,
       cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
       cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
-      kvOnDevice: this.backend.name !== 'cpu' && c.gpuLayers !== 0,
+      kvOnDevice,
       pipeline: process.env.SVC_PIPELINE ? process.env.SVC_PIPELINE === '1' : jsHasACpu,
       // Tuning knobs for the decode chain (see SchedulerOptions); not flags.
       chainSteps: envInt('SVC_CHAIN_STEPS'),
