@@ -114,6 +114,9 @@ class LoadWorker : public PromiseWorker {
       throw std::runtime_error("failed to load model from " + path_ + why);
     }
     st->vocab = llama_model_get_vocab(st->model);
+    for (llama_token t = 0, n = llama_vocab_n_tokens(st->vocab); t < n; t++) {
+      if (llama_vocab_is_eog(st->vocab, t)) st->eogTokens.push_back(t);
+    }
     st_ = std::move(st);
   }
   Napi::Value Result(Napi::Env env) override {

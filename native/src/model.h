@@ -10,12 +10,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 // Owned by the JS Model and shared with contexts, samplers and workers, so the
 // llama_model outlives everything that uses it regardless of dispose order.
 struct ModelState {
   llama_model * model = nullptr;
   const llama_vocab * vocab = nullptr;
+  // End-of-generation tokens, found once at load: ignore_eos bans them per request,
+  // and scanning a 151k-token vocabulary each time cost ~1 ms of every such request.
+  std::vector<llama_token> eogTokens;
 
   std::mutex tmplMu;                                        // JS thread only today; cheap insurance
   common_chat_templates_ptr tmpls;                          // model's own template (lazy)

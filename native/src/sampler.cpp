@@ -85,9 +85,7 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   }
   // ignore_eos: ban every end-of-generation token (common.cpp / server do the same).
   if (sp.ignore_eos && llama_vocab_eos(vocab) != LLAMA_TOKEN_NULL) {
-    for (llama_token t = 0; t < n_vocab; t++) {
-      if (llama_vocab_is_eog(vocab, t)) sp.logit_bias.push_back({t, -INFINITY});
-    }
+    for (llama_token t : model->eogTokens) sp.logit_bias.push_back({t, -INFINITY});
   }
 
   const bool hasGrammar = hasOpt(o, "grammar"), hasSchema = hasOpt(o, "jsonSchema");

@@ -75,6 +75,7 @@ export class EngineService implements OnApplicationShutdown {
         stop: [...req.stop, ...(rendered.chat?.additionalStops ?? [])],
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
+        reusePrefix: req.reusePrefix ?? true,
         toolParser: rendered.toolParser,
         ignoreEos: req.sampling.ignoreEos,
         session,

@@ -98,6 +98,12 @@ export class ModelCatalog {
   }
 
   resolve(name: string): CatalogEntry {
+    // The -m file wins its name in list(): every request naming it (or none)
+    // is answered without reading the stores' folders and manifests again.
+    if (this.defaultFile && existsSync(this.defaultFile)) {
+      const own = modelNameOf(this.defaultFile);
+      if (name === '' || sameModel(own, name)) return this.fileEntry(this.defaultFile, 'file');
+    }
     const all = this.list();
     const want = name === '' ? this.defaultName() : name;
     if (want === undefined) throw new NoModelError();

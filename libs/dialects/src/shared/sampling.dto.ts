@@ -23,6 +23,8 @@ export class SamplingFieldsDto {
 
   @IsOptional() @IsString() svc_session?: string;
   @IsOptional() @IsBoolean() svc_retain_prefix?: boolean;
+  /** llama-server's field: false = this request neither reuses nor feeds the prompt cache. */
+  @IsOptional() @IsBoolean() cache_prompt?: boolean;
   @IsOptional() @IsObject() svc_schema?: Record<string, unknown>;
   @IsOptional() @IsString() svc_format?: string;
   @IsOptional() @IsString() svc_grammar?: string;

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../../../engine/src/core/errors';
-import { CoreMessage, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
+import { CoreMessage, GenerationRequest, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
 import { SamplingFieldsDto } from './sampling.dto';
 
 /** Pieces of the core request every dialect derives the same way. */
@@ -40,6 +40,15 @@ export function samplingFrom(d: SamplingFieldsDto): SamplingParams {
     dryAllowedLength: d.svc_dry_allowed_length,
     bannedTokens: d.svc_banned_tokens,
   };
+}
+
+/**
+ * The prompt cache: svc_retain_prefix says whether the prompt is kept; llama-server's
+ * cache_prompt: false turns off both reuse and keeping (svc_retain_prefix, when given, still decides keeping).
+ */
+export function prefixCacheFrom(d: SamplingFieldsDto): Pick<GenerationRequest, 'retainPrefix' | 'reusePrefix'> {
+  const cache = d.cache_prompt ?? true;
+  return { retainPrefix: d.svc_retain_prefix ?? cache, reusePrefix: cache };
 }
 
 export function stopsFrom(stop: string | string[] | undefined): string[] {

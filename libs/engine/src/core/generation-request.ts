@@ -88,6 +88,8 @@ export interface GenerationRequest {
   logprobs: number;
   /** Keep this request's KV in the shared prefix cache when it finishes. */
   retainPrefix: boolean;
+  /** Start from the longest retained prefix of the prompt (default true; llama-server's cache_prompt). */
+  reusePrefix?: boolean;
   /** svc_session: run on this named KV context (created on first use); the prompt must start with what it holds. */
   session?: string;
   /**

@@ -258,7 +258,7 @@ export class Scheduler {
       s.seq = seq;
       s.prefillStart = performance.now();
       if (s.spec.session) this.resumeSession(s);
-      else await this.reuseCachedPrefix(s);
+      else if (s.spec.reusePrefix !== false) await this.reuseCachedPrefix(s);
       s.spec.sampler.acceptPrompt(s.spec.promptTokens);
       this.active.push(s);
     }

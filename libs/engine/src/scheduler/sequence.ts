@@ -28,6 +28,8 @@ export interface SequenceSpec {
   stop: string[];
   logprobs: number;
   retainPrefix: boolean;
+  /** Start from a retained prefix when one matches. */
+  reusePrefix?: boolean;
   /** Set when the prompt offered tools: output is parsed for tool calls. */
   toolParser?: ToolOutputParser;
   ignoreEos?: boolean;

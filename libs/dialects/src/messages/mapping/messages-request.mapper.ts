@@ -8,7 +8,7 @@ import {
   GenerationRequest,
   PromptInput,
 } from '../../../../engine/src/core/generation-request';
-import { checkMessages, constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { checkMessages, constraintFrom, prefixCacheFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
 import { MessagesBlock, MessagesInputMessage, MessagesRequestDto, MessagesTool, MessagesToolChoice } from '../protocol/messages.dto';
 
 export const MESSAGES_DEFAULT_MAX_TOKENS = 1024;
@@ -27,7 +27,7 @@ export function messagesRequestToCore(d: MessagesRequestDto, signal?: AbortSigna
     stop: stopsFrom(d.stop_sequences),
     constraint: constraintFrom(d, { kind: 'none' }),
     logprobs: 0,
-    retainPrefix: d.svc_retain_prefix ?? true,
+    ...prefixCacheFrom(d),
     session: d.svc_session,
     signal,
   };

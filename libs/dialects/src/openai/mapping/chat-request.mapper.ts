@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
-import { checkMessages, constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { checkMessages, constraintFrom, prefixCacheFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
 import { CompletionRequestDto } from '../protocol/completion.dto';
@@ -26,7 +26,7 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
     stop: stopsFrom(d.stop),
     constraint: constraintFrom(d, responseFormat(d.response_format)),
     logprobs: d.logprobs ? (d.top_logprobs && d.top_logprobs > 0 ? d.top_logprobs : -1) : 0,
-    retainPrefix: d.svc_retain_prefix ?? true,
+    ...prefixCacheFrom(d),
     session: d.svc_session,
     signal,
   };
@@ -47,7 +47,7 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
     stop: stopsFrom(d.stop),
     constraint: constraintFrom(d, { kind: 'none' }),
     logprobs: d.logprobs !== undefined ? (d.logprobs > 0 ? d.logprobs : -1) : 0,
-    retainPrefix: d.svc_retain_prefix ?? true,
+    ...prefixCacheFrom(d),
     session: d.svc_session,
     signal,
   };
