@@ -44,6 +44,8 @@ export function defaultOllamaDir(env: NodeJS.ProcessEnv = process.env): string {
 export class ModelCatalog {
   private readonly metaCache = new Map<string, { mtimeMs: number; meta?: GgufMetadata }>();
   private readonly defaultFile?: string;
+  /** The -m file's entry, kept while its size and time are unchanged (resolve's fast path). */
+  private defaultEntry?: CatalogEntry;
   /** svc's own store (read-write). */
   readonly store: ManifestStore;
   /** The local-runner's store: svc never writes there. */
@@ -100,9 +102,13 @@ export class ModelCatalog {
   resolve(name: string): CatalogEntry {
     // The -m file wins its name in list(): every request naming it (or none)
     // is answered without reading the stores' folders and manifests again.
-    if (this.defaultFile && existsSync(this.defaultFile)) {
-      const own = modelNameOf(this.defaultFile);
-      if (name === '' || sameModel(own, name)) return this.fileEntry(this.defaultFile, 'file');
+    if (this.defaultFile && (name === '' || sameModel(modelNameOf(this.defaultFile), name))) {
+      const st = statSync(this.defaultFile, { throwIfNoEntry: false });
+      if (st) {
+        const last = this.defaultEntry;
+        if (last && last.sizeBytes === st.size && last.modifiedAt.getTime() === st.mtime.getTime()) return last;
+        return (this.defaultEntry = this.fileEntry(this.defaultFile, 'file'));
+      }
     }
     const all = this.list();
     const want = name === '' ? this.defaultName() : name;
