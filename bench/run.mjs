@@ -6,7 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
-//                      [--warmup 30] [--ttft-samples 5] [--no-interleave] [--keep-alive]
+//                      [--warmup 30] [--ttft-samples 5] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -71,6 +71,7 @@ function parseArgs(argv) {
     interleave: true,
     ttftSamples: 5,
     keepAlive: false,
+    cachePrompt: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -96,6 +97,7 @@ function parseArgs(argv) {
     else if (a === '--no-interleave') o.interleave = false;
     else if (a === '--ttft-samples') o.ttftSamples = Math.max(1, Number(next()));
     else if (a === '--keep-alive') o.keepAlive = true;
+    else if (a === '--cache-prompt') o.cachePrompt = true;
     else if (a === '-h' || a === '--help') {
       console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(0, 10).join('\n'));
       process.exit(0);
@@ -179,6 +181,7 @@ async function stopServer(srv) {
  * connections, as the official OpenAI/Anthropic/Ollama clients do.
  */
 let completionAgent = false;
+let CACHE_PROMPT = false;
 
 function streamCompletion(port, body, timeoutMs, retried = false) {
   // The retry takes a new connection: the pool may hold more sockets the server closed.
@@ -261,7 +264,9 @@ function completionBody(prompt, maxTokens) {
     max_tokens: maxTokens,
     temperature: 0,
     ignore_eos: true, // llama-server honours it; servers that do not are measured on real token counts
-    cache_prompt: false, // llama-server: do not reuse the KV cache across requests
+    // Both servers: no prompt cache (the distinct tags leave nothing to reuse; keeping would only cost);
+    // --cache-prompt measures them with their caches on.
+    cache_prompt: CACHE_PROMPT,
   };
 }
 
@@ -448,6 +453,7 @@ function printTable(results, servers, parallel) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  CACHE_PROMPT = opts.cachePrompt;
   if (opts.keepAlive) completionAgent = new http.Agent({ keepAlive: true });
   const servers = opts.only ? [opts.only] : ['llama', 'svc'];
   const date = new Date().toISOString();
@@ -507,7 +513,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,
