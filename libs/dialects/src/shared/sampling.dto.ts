@@ -23,7 +23,7 @@ export class SamplingFieldsDto {
 
   @IsOptional() @IsString() svc_session?: string;
   @IsOptional() @IsBoolean() svc_retain_prefix?: boolean;
-  /** llama-server's field: false = this request neither reuses nor feeds the prompt cache. */
+  /** llama-server's field: false = this request does not start from a retained prompt. */
   @IsOptional() @IsBoolean() cache_prompt?: boolean;
   @IsOptional() @IsObject() svc_schema?: Record<string, unknown>;
   @IsOptional() @IsString() svc_format?: string;

@@ -43,12 +43,12 @@ export function samplingFrom(d: SamplingFieldsDto): SamplingParams {
 }
 
 /**
- * The prompt cache: svc_retain_prefix says whether the prompt is kept; llama-server's
- * cache_prompt: false turns off both reuse and keeping (svc_retain_prefix, when given, still decides keeping).
+ * The prompt cache. llama-server's cache_prompt: false means this request starts
+ * from nothing; like a llama-server slot, what it leaves in the KV cache is still
+ * kept for later requests unless svc_retain_prefix is false.
  */
 export function prefixCacheFrom(d: SamplingFieldsDto): Pick<GenerationRequest, 'retainPrefix' | 'reusePrefix'> {
-  const cache = d.cache_prompt ?? true;
-  return { retainPrefix: d.svc_retain_prefix ?? cache, reusePrefix: cache };
+  return { retainPrefix: d.svc_retain_prefix ?? true, reusePrefix: d.cache_prompt ?? true };
 }
 
 export function stopsFrom(stop: string | string[] | undefined): string[] {
