@@ -93,16 +93,27 @@ describe('PrefixCache', () => {
   });
   it('with the KV cache on a device, entries stay resident until cells run short, and then only the prompt part goes to host memory', async () => {
     const { c, ops, freed } = cache({ kvOnDevice: true });
-    c.retain(1, t(1, 2, 3, 4, 5), 3); // prompt 1 2 3, generated 4 5
+    c.retain(1, run(100, 40), 35); // prompt 100..134, generated 135..139
     expect(c.demotesWhileRunning).toBe(false);
     await c.demoteIdle(new Map());
     expect(await c.demoteOneIdle()).toBe(false);
     expect(ops).toEqual([]);
     expect(c.residentCount).toBe(1);
     expect(await c.relieve()).toBe(true);
-    expect(ops).toEqual(['rm 1 [3,-1)', 'get 1']);
+    expect(ops).toEqual(['rm 1 [35,-1)', 'get 1']);
     expect(freed).toEqual([1]);
-    expect(c.match(t(1, 2, 3, 4, 5))).toMatchObject({ length: 3 });
+    expect(c.match(run(100, 40))).toMatchObject({ length: 35 });
+  });
+  it('with the KV cache on a device, a sequence too short to be shared is not kept', () => {
+    const { c } = cache({ kvOnDevice: true });
+    expect(c.retain(1, run(100, 31))).toEqual([1]);
+    expect(c.size).toBe(0);
+    expect(c.retain(2, run(100, 32))).toEqual([]);
+    expect(c.size).toBe(1);
+    // On a CPU a short one is kept: there every shared token saves compute.
+    const cpu = cache();
+    expect(cpu.c.retain(1, t(1, 2, 3))).toEqual([]);
+    expect(cpu.c.size).toBe(1);
   });
   it('with the KV cache on a device, a short match is prefilled again rather than shared', async () => {
     const { c, ops } = cache({ kvOnDevice: true });

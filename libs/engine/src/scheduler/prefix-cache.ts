@@ -142,6 +142,8 @@ export class PrefixCache {
    * entries made redundant (a prefix of the new one) and overflow.
    */
   retain(seq: number, tokens: Int32Array, promptLen = tokens.length): number[] {
+    // On a device no match this short is shared (MIN_DEVICE_SHARE_TOKENS): it would only take a slot.
+    if (this.limits.kvOnDevice && tokens.length < MIN_DEVICE_SHARE_TOKENS) return [seq];
     const freed: number[] = [];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];

@@ -368,6 +368,9 @@ export class Scheduler {
         result = r;
       }
     } finally {
+      // Their last tokens go out first: the renderers run before the bookkeeping
+      // below (trimming, retaining, evicting), which the client need not wait for.
+      if (finished.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       // `done` goes out once the sequence's KV is settled (a streaming chain ends
       // after sequences that finished mid-chain): a client that reacts to it at
       // once (deleting its context) finds the context free.
