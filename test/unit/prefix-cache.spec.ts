@@ -104,12 +104,19 @@ describe('PrefixCache', () => {
     expect(freed).toEqual([1]);
     expect(c.match(run(100, 40))).toMatchObject({ length: 35 });
   });
-  it('with the KV cache on a device, a sequence too short to be shared is not kept', () => {
+  it('with the KV cache on a device, a sequence too short to be shared is not kept', async () => {
     const { c } = cache({ kvOnDevice: true });
     expect(c.retain(1, run(100, 31))).toEqual([1]);
     expect(c.size).toBe(0);
     expect(c.retain(2, run(100, 32))).toEqual([]);
     expect(c.size).toBe(1);
+    // Nor is one whose prompt part is that short, once cells run short: it is dropped, not read out.
+    const dev = cache({ kvOnDevice: true });
+    dev.c.retain(3, run(100, 40), 10);
+    expect(await dev.c.relieve()).toBe(true);
+    expect(dev.ops).toEqual([]);
+    expect(dev.freed).toEqual([3]);
+    expect(dev.c.size).toBe(0);
     // On a CPU a short one is kept: there every shared token saves compute.
     const cpu = cache();
     expect(cpu.c.retain(1, t(1, 2, 3))).toEqual([]);

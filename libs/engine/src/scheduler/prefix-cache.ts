@@ -230,7 +230,9 @@ export class PrefixCache {
 
   private async demote(e: PrefixEntry, keep: number): Promise<void> {
     const seq = e.seq as number;
-    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length) {
+    // On a device only the prompt part would go to host memory: too short a prompt could never be shared again.
+    const worthKeeping = !this.limits.kvOnDevice || e.promptLen >= MIN_DEVICE_SHARE_TOKENS;
+    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length && worthKeeping) {
       if (this.limits.kvOnDevice && e.promptLen < e.tokens.length) {
         this.ctx.seqRemove(seq, e.promptLen, -1);
         e.tokens = e.tokens.slice(0, e.promptLen);

@@ -345,6 +345,8 @@ export class Scheduler {
       if (!(await this.cache.relieve()) && !(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
       result = await this.ctx.step(batch, samples, opts);
     }
+    // A chain still decoding when handling tokens threw: settled before anything is released under it.
+    let unsettled: Promise<unknown> | undefined;
     try {
       if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
       if (failure) throw failure;
@@ -355,6 +357,7 @@ export class Scheduler {
         const next = canChain && !streaming && this.opts.pipeline && this.queue.length === 0 && this.exclusiveWaiting === 0 ? nextChain(this.model, batch, samples, owners, result) : undefined;
         const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
         if (inflight) this.stats.pipelinedChains++;
+        unsettled = inflight;
         if (canChain && (result.idleUs ?? -1) >= 0) this.stats.decodeIdleUs += result.idleUs!;
         this.intake.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
         first = false;
@@ -362,12 +365,17 @@ export class Scheduler {
         // A stop string ended a sequence: the chain in flight decodes for it in vain, end it soon.
         if (finished.length > 0) this.ctx.requestYield();
         const r = await inflight;
+        unsettled = undefined;
         // KV full (nothing was decoded): the next iteration's fresh batch deals with it.
         if (r.status !== 0) break;
         ({ batch, samples } = next);
         result = r;
       }
     } finally {
+      if (unsettled) {
+        this.ctx.requestYield();
+        await unsettled.catch(() => undefined);
+      }
       // Their last tokens go out first: the renderers run before the bookkeeping
       // below (trimming, retaining, evicting), which the client need not wait for.
       if (finished.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
