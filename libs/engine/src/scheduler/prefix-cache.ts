@@ -114,7 +114,7 @@ export class PrefixCache {
     const hit = this.match(prompt);
     // The last prompt token is always decoded again: its logits start the output.
     const n = hit ? Math.min(hit.length, prompt.length - 1) : 0;
-    if (!hit || n <= 0 || (this.limits.kvOnDevice && n < MIN_DEVICE_SHARE_TOKENS)) return { n: 0 };
+    if (!hit || n <= 0 || this.tooShortToShare(n)) return { n: 0 };
     const e = hit.entry;
     if (e.seq !== undefined && n <= e.residentLen) {
       this.ctx.seqCopy(e.seq, seq, 0, n);
@@ -142,8 +142,8 @@ export class PrefixCache {
    * entries made redundant (a prefix of the new one) and overflow.
    */
   retain(seq: number, tokens: Int32Array, promptLen = tokens.length): number[] {
-    // On a device no match this short is shared (MIN_DEVICE_SHARE_TOKENS): it would only take a slot.
-    if (this.limits.kvOnDevice && tokens.length < MIN_DEVICE_SHARE_TOKENS) return [seq];
+    // No match this short is ever shared: it would only take a slot.
+    if (this.tooShortToShare(tokens.length)) return [seq];
     const freed: number[] = [];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
@@ -230,9 +230,8 @@ export class PrefixCache {
 
   private async demote(e: PrefixEntry, keep: number): Promise<void> {
     const seq = e.seq as number;
-    // On a device only the prompt part would go to host memory: too short a prompt could never be shared again.
-    const worthKeeping = !this.limits.kvOnDevice || e.promptLen >= MIN_DEVICE_SHARE_TOKENS;
-    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length && worthKeeping) {
+    // On a device only the prompt part would go to host memory: not worth reading if too short to share.
+    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length && !this.tooShortToShare(e.promptLen)) {
       if (this.limits.kvOnDevice && e.promptLen < e.tokens.length) {
         this.ctx.seqRemove(seq, e.promptLen, -1);
         e.tokens = e.tokens.slice(0, e.promptLen);
@@ -258,6 +257,11 @@ export class PrefixCache {
       victim.state = undefined;
       if (victim.seq === undefined) this.remove(victim);
     }
+  }
+
+  /** With the KV cache on a device, matches shorter than MIN_DEVICE_SHARE_TOKENS are prefilled again. */
+  private tooShortToShare(n: number): boolean {
+    return this.limits.kvOnDevice === true && n < MIN_DEVICE_SHARE_TOKENS;
   }
 
   private lru(pred: (e: PrefixEntry) => boolean): PrefixEntry | undefined {
