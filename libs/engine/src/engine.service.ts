@@ -75,7 +75,7 @@ export class EngineService implements OnApplicationShutdown {
         stop: [...req.stop, ...(rendered.chat?.additionalStops ?? [])],
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
-        reusePrefix: req.reusePrefix ?? true,
+        reusePrefix: req.reusePrefix,
         toolParser: rendered.toolParser,
         ignoreEos: req.sampling.ignoreEos,
         session,

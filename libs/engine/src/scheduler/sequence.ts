@@ -28,7 +28,7 @@ export interface SequenceSpec {
   stop: string[];
   logprobs: number;
   retainPrefix: boolean;
-  /** Start from a retained prefix when one matches. */
+  /** Start from a retained prefix when one matches (unless false). */
   reusePrefix?: boolean;
   /** Set when the prompt offered tools: output is parsed for tool calls. */
   toolParser?: ToolOutputParser;
