@@ -140,6 +140,7 @@ Napi::Function Sampler::Define(Napi::Env env) {
   return DefineClass(env, "NativeSampler", {
     InstanceMethod<&Sampler::AcceptPrompt>("acceptPrompt"),
     InstanceMethod<&Sampler::Dispose>("dispose"),
+    InstanceMethod<&Sampler::Reset>("reset"),
   });
 }
 
@@ -174,6 +175,15 @@ Napi::Value Sampler::AcceptPrompt(const Napi::CallbackInfo & info) {
 
 void Sampler::Dispose(const Napi::CallbackInfo &) {
   st_.reset();  // an in-flight step keeps its own reference; freed after it
+}
+
+// Back to a new sampler's state for reuse: penalty history cleared, RNG reseeded
+// from the seed it was made with (a fresh random one when none was given). The
+// grammar is not reset here, so samplers with one are never reused (JS decides).
+void Sampler::Reset(const Napi::CallbackInfo & info) {
+  auto st = state(info.Env());
+  if (st->inStep) throwError(info.Env(), "sampler is in use by a step() in flight");
+  common_sampler_reset(st->smpl);
 }
 
 std::shared_ptr<SamplerState> unwrapSampler(const Napi::Value & v) {

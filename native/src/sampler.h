@@ -26,6 +26,7 @@ class Sampler : public Napi::ObjectWrap<Sampler> {
  private:
   Napi::Value AcceptPrompt(const Napi::CallbackInfo & info);
   void Dispose(const Napi::CallbackInfo & info);
+  void Reset(const Napi::CallbackInfo & info);
   std::shared_ptr<SamplerState> st_;
 };
 

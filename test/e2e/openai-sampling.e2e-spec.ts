@@ -39,6 +39,18 @@ describe('sampling controls (stories260K)', () => {
     expect(texts.size).toBeGreaterThan(1);
   });
 
+  it("a finished request's sampler is handed to the next one with the same options, as new", async () => {
+    const reuses = async () => ((await (await fetch(`${srv.url}/v1/stats`)).json()) as { sampler_reuses: number }).sampler_reuses;
+    // Penalties, DRY and a seeded draw: any history or RNG state carried over changes the text.
+    const opts = { temperature: 1, seed: 7, max_tokens: 40, frequency_penalty: 1.5, presence_penalty: 1, repeat_penalty: 1.3, svc_dry_multiplier: 0.8 };
+    const first = (await complete(opts)).choices[0].text;
+    const before = await reuses();
+    const second = (await complete(opts)).choices[0].text;
+    expect(await reuses()).toBe(before + 1);
+    expect(second).toBe(first);
+    expect(first.length).toBeGreaterThan(20);
+  });
+
   it('svc_banned_tokens: banned ids are never sampled', async () => {
     const before = await complete({ logprobs: 0 });
     // Ban every id of the five most frequent pieces of the greedy answer.

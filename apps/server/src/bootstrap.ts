@@ -32,7 +32,9 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   // -tls-client-ca: mutual TLS; a client without a certificate from that CA fails the handshake (libs/auth).
   const mtls = config.auth.tlsClientCa ? { ca: readFileSync(config.auth.tlsClientCa), requestCert: true, rejectUnauthorized: true } : {};
   const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert), ...mtls } : undefined;
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, ...(https ? { https } : {}) });
+  // No Nest middleware is used: without @fastify/middie no request pays for a middleware
+  // pass (a module that adds one fails at boot, as fastify then has no use()).
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, ...(https ? { https } : {}) });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
     logger: LEVELS[config.logLevel],
     bodyParser: false,

@@ -48,7 +48,7 @@ export class EngineService implements OnApplicationShutdown {
     const constraint = rendered.constraint ?? requested;
     let sampler;
     try {
-      sampler = lm.ctx.createSampler({
+      sampler = lm.scheduler.sampler({
         ...samplerOptions(req.sampling, constraint),
         // The chat params carry the tool grammar and its triggers.
         chat: rendered.toolGrammar ? rendered.chat : undefined,

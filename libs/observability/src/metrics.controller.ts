@@ -42,6 +42,7 @@ export class MetricsController {
       cached_prompt_tokens: s.cachedPromptTokens,
       prompt_cache: lm.scheduler.promptCache,
       pipelined_chains: s.pipelinedChains,
+      sampler_reuses: lm.scheduler.samplerReuses,
       generated_tokens: s.generatedTokens,
       decode_ms: Math.round(s.decodeUs / 1000),
       sample_ms: Math.round(s.sampleUs / 1000),

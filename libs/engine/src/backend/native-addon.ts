@@ -125,6 +125,8 @@ export interface NativeSamplerOptions {
 export interface NativeSampler {
   /** Feed a prompt token to the penalty history (not the grammar). */
   acceptPrompt(tokens: Int32Array): void;
+  /** Back to a new sampler's state (history cleared, RNG reseeded); not for samplers with a grammar. */
+  reset(): void;
   dispose(): void;
 }
 

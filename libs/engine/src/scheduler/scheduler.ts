@@ -1,9 +1,10 @@
-import { NativeContext, NativeModel, NativeStepOptions } from '../backend/native-addon';
+import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions, NativeStepOptions } from '../backend/native-addon';
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { BatchBuilder, nextChain } from './batch-builder';
 import { PrefixCache } from './prefix-cache';
+import { SamplerPool } from './sampler-pool';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
 import { TokenIntake } from './token-intake';
@@ -64,6 +65,7 @@ export class Scheduler {
   private readonly active: Sequence[] = [];
   private readonly freeSeqs: number[] = [];
   private readonly cache: PrefixCache;
+  private readonly samplers: SamplerPool;
   private readonly kv = new KvLock();
   private running = false;
   private exclusiveWaiting = 0;
@@ -80,6 +82,7 @@ export class Scheduler {
   ) {
     this.batches = new BatchBuilder(opts.nBatch, opts.nCtxSeq);
     this.intake = new TokenIntake(this.stats, this.active, opts.nCtxSeq, ctx);
+    this.samplers = new SamplerPool((o) => ctx.createSampler(o));
     const total = ctx.nSeqMax;
     for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
     this.cache = new PrefixCache(
@@ -99,6 +102,16 @@ export class Scheduler {
 
   get nCtxSeq(): number {
     return this.opts.nCtxSeq;
+  }
+
+  /** A sampler for a request to submit (a finished request's, reset, when the options match). */
+  sampler(opts: NativeSamplerOptions): NativeSampler {
+    return this.samplers.take(opts);
+  }
+
+  /** Samplers handed out again instead of built (see SamplerPool). */
+  get samplerReuses(): number {
+    return this.samplers.reuses;
   }
 
   /** Queues a request; throws QueueFullError past the queue bound. */
@@ -169,6 +182,7 @@ export class Scheduler {
     // KV work still queued (an idle demotion mid state read, a context operation)
     // settles before the caller disposes the context under it.
     await this.kv.run(() => undefined);
+    this.samplers.clear();
   }
 
   private kick(): void {
@@ -240,7 +254,7 @@ export class Scheduler {
       if (this.queue[i].cancelled) {
         const q = this.queue[i];
         q.channel.close();
-        q.spec.sampler.dispose();
+        this.samplers.give(q.spec.sampler);
         // A context bound to it was never touched: let it go as it was.
         q.spec.session?.onRelease(q.spec.session.held, false);
         this.queue.splice(i, 1);
@@ -302,7 +316,7 @@ export class Scheduler {
   }
 
   private release(s: Sequence, retain: boolean): void {
-    s.spec.sampler.dispose();
+    this.samplers.give(s.spec.sampler);
     if (s.seq < 0) return;
     // A chained step may have decoded past the end JS chose (a stop string, a
     // cancel): the KV must hold exactly the kept tokens.
