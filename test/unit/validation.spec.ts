@@ -89,4 +89,11 @@ describe('validation skipping absent optional fields', () => {
     const inner = validateSync(Object.assign(new Outer(), { required: 1, a: 'x', items: [Object.assign(new Inner(), { k: 'bad' })] }));
     expect(inner.map((e) => e.children?.[0]?.children?.map((c) => c.property))).toEqual([['k', 'id']]);
   });
+
+  it('keeps a null optional field under whitelist (not mistaken for an unknown one)', () => {
+    const o = Object.assign(new Outer(), { required: 1, a: null, extra: 'x' });
+    expect(validateSync(o, { whitelist: true, forbidNonWhitelisted: true }).map((e) => e.property)).toEqual(['extra']);
+    validateSync(o, { whitelist: true });
+    expect(o).toEqual(Object.assign(new Outer(), { required: 1, a: null }));
+  });
 });

@@ -98,7 +98,7 @@ export function skipAbsentOptionalFields(): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { ValidationExecutor } = require('class-validator/cjs/validation/ValidationExecutor') as { ValidationExecutor: { prototype: unknown } };
   const proto = ValidationExecutor.prototype as {
-    execute(object: Record<string, unknown>, schema: string, errors: unknown[]): void;
+    execute(this: unknown, object: Record<string, unknown>, schema: string, errors: unknown[]): void;
     [SKIPS_ABSENT]?: true;
   };
   if (proto[SKIPS_ABSENT]) return;
@@ -110,9 +110,10 @@ export function skipAbsentOptionalFields(): void {
   // execute() is synchronous and recursive (nested DTOs): the object under check, innermost first.
   let current: Record<string, unknown> | undefined;
   const execute = proto.execute;
-  proto.execute = function (object, schema, errors) {
+  proto.execute = function (this: { validatorOptions?: { whitelist?: boolean } }, object, schema, errors) {
     const outer = current;
-    current = object;
+    // With whitelist on, the property list also decides which fields are stripped: left whole.
+    current = this.validatorOptions?.whitelist ? undefined : object;
     try {
       execute.call(this, object, schema, errors);
     } finally {
