@@ -76,6 +76,24 @@ describe('SamplerPool', () => {
     expect(taken.every((s) => s.disposed)).toBe(true);
   });
 
+  it('says once when samplers cannot be reset at all (an addon built before reset existed)', () => {
+    const p = pool();
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const s = p.take({ temperature: 0 }) as FakeSampler;
+        s.reset = () => {
+          throw new TypeError('sampler.reset is not a function');
+        };
+        p.give(s);
+        expect(s.disposed).toBe(true);
+      }
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it('frees, rather than keeps, a sampler it cannot reset', () => {
     const p = pool();
     const s = p.take({ temperature: 0 }) as FakeSampler;

@@ -62,7 +62,7 @@ export class EngineService implements OnApplicationShutdown {
       if (req.session) session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`);
       else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
     } catch (err) {
-      sampler.dispose();
+      lm.scheduler.giveBackSampler(sampler);
       throw err;
     }
     let events: AsyncIterable<GenerationEvent>;
@@ -82,7 +82,7 @@ export class EngineService implements OnApplicationShutdown {
         signal: req.signal,
       });
     } catch (err) {
-      sampler.dispose();
+      lm.scheduler.giveBackSampler(sampler);
       session?.onRelease(session.held, false);
       if (kept) await lm.contexts.delete(kept);
       throw err;

@@ -16,6 +16,7 @@ export class SamplerPool {
   private readonly idle: Array<{ key: string; sampler: NativeSampler }> = [];
   private readonly keys = new WeakMap<NativeSampler, string>();
   reuses = 0;
+  private warned = false;
 
   constructor(private readonly create: (opts: NativeSamplerOptions) => NativeSampler) {}
 
@@ -46,8 +47,12 @@ export class SamplerPool {
     }
     try {
       sampler.reset();
-    } catch {
+    } catch (err) {
       sampler.dispose(); // still marked in use by a failed step: not worth keeping
+      if (!/in use/.test((err as Error).message) && !this.warned) {
+        this.warned = true;
+        process.emitWarning(`samplers are not reused: ${(err as Error).message} (rebuild the native addon)`);
+      }
       return;
     }
     this.idle.push({ key, sampler });

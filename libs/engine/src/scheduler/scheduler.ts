@@ -109,6 +109,11 @@ export class Scheduler {
     return this.samplers.take(opts);
   }
 
+  /** A sampler taken with sampler() whose request was never submitted. */
+  giveBackSampler(sampler: NativeSampler): void {
+    this.samplers.give(sampler);
+  }
+
   /** Samplers handed out again instead of built (see SamplerPool). */
   get samplerReuses(): number {
     return this.samplers.reuses;
@@ -210,9 +215,9 @@ export class Scheduler {
     } catch (err) {
       // A decode failure fails every sequence in flight; the loop restarts on the next submit.
       for (const s of [...this.active, ...this.queue]) s.fail(err);
-      for (const s of this.active) this.release(s, false);
-      this.active.length = 0;
-      this.queue.length = 0;
+      const [failed, waiting] = [this.active.splice(0), this.queue.splice(0)];
+      for (const s of failed) this.release(s, false);
+      for (const q of waiting) this.samplers.give(q.spec.sampler);
     } finally {
       this.running = false;
       if (this.queue.length > 0 || this.active.length > 0) this.kick();
@@ -316,6 +321,9 @@ export class Scheduler {
   }
 
   private release(s: Sequence, retain: boolean): void {
+    // Twice would hand its sampler to two requests and free its sequence id twice.
+    if (s.released) return;
+    s.released = true;
     this.samplers.give(s.spec.sampler);
     if (s.seq < 0) return;
     // A chained step may have decoded past the end JS chose (a stop string, a

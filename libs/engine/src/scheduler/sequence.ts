@@ -56,6 +56,8 @@ export class Sequence {
   /** Called once when the client goes away (the scheduler ends a chained step early). */
   onCancel?: () => void;
   finished = false;
+  /** Its sampler and KV were handed back (Scheduler.release runs once per sequence). */
+  released = false;
   readonly channel = new EventChannel<GenerationEvent>();
   readonly queuedAt = performance.now();
   prefillStart = 0;
