@@ -398,6 +398,10 @@ function summarize(raw, opts) {
     engine_ms_per_token: median(raw.decode.map((x) => x.engineMsPerToken)),
     engine_idle_ms_per_token: median(raw.decode.map((x) => x.engineIdleMsPerToken)),
     ttft_ms: median(raw.ttft.map((x) => x.ttftMs)),
+    // The short prompt's TTFT split: the server's own prefill share (svc: admission to first
+    // token; llama-server: prompt_ms) and the rest (HTTP, request path, client).
+    ttft_engine_ms: median(raw.ttft.map((x) => x.serverPrefillMs)),
+    ttft_rest_ms: median(raw.ttft.map((x) => (x.serverPrefillMs == null ? null : x.ttftMs - x.serverPrefillMs))),
     [`agg${opts.parallel}_tps`]: median(raw.concurrent.map((x) => x.tps)),
     // [min, max] over the repetitions, to show how noisy the machine was
     spread: {
@@ -494,7 +498,7 @@ async function main() {
     for (const s of servers) {
       const r = { ...summarize(raws[s], opts), ...started[s] };
       results[m][s] = r;
-      console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms, agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token${r.engine_idle_ms_per_token != null ? `, engine idle ${fmt(r.engine_idle_ms_per_token, 3)} ms/token` : ''}`);
+      console.error(`[${m}] ${s}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms (engine ${fmt(r.ttft_engine_ms, 2)}, rest ${fmt(r.ttft_rest_ms, 2)}), agg ${fmt(r[`agg${opts.parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token${r.engine_idle_ms_per_token != null ? `, engine idle ${fmt(r.engine_idle_ms_per_token, 3)} ms/token` : ''}`);
     }
     if (results[m].llama && results[m].svc) {
       const ratio = (k) => (results[m].llama[k] && results[m].svc[k] != null ? results[m].svc[k] / results[m].llama[k] : null);
