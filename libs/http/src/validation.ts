@@ -1,5 +1,6 @@
 import { BadRequestException, ValidationError, ValidationPipe } from '@nestjs/common';
-import { getMetadataStorage } from 'class-validator';
+import { getMetadataStorage, IS_OPTIONAL, ValidationTypes } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 
 /**
  * DTO validation: unknown fields are ignored (spec rule 4); a wrong type is a
@@ -77,10 +78,6 @@ export function memoizeRuleLookup(): void {
   }
 }
 
-interface Rule {
-  type: string;
-  name?: string;
-}
 const SKIPS_ABSENT = Symbol.for('svc.validationSkipsAbsentOptional');
 
 /**
@@ -126,7 +123,7 @@ export function skipAbsentOptionalFields(): void {
     if (!object || typeof object !== 'object') return all;
     let skippable = optional.get(all);
     if (!skippable) {
-      skippable = new Set(Object.keys(all).filter((k) => (all[k] as Rule[]).some((r) => r.type === 'conditionalValidation' && r.name === 'isOptional')));
+      skippable = new Set(Object.keys(all).filter((k) => (all[k] as ValidationMetadata[]).some((r) => r.type === ValidationTypes.CONDITIONAL_VALIDATION && r.name === IS_OPTIONAL)));
       optional.set(all, skippable);
     }
     const present: Record<string, unknown[]> = {};
