@@ -67,9 +67,16 @@ export class AuthService {
       path: pathOf(req),
       headers: req.headers,
       scheme: (sock as { encrypted?: boolean } | undefined)?.encrypted ? 'https' : 'http',
-      localAddress: sock?.localAddress,
-      localPort: sock?.localPort,
-      remoteAddress: sock?.remoteAddress,
+      // Read when a rule asks: on a new connection each is a getsockname/getpeername call.
+      get localAddress() {
+        return sock?.localAddress;
+      },
+      get localPort() {
+        return sock?.localPort;
+      },
+      get remoteAddress() {
+        return sock?.remoteAddress;
+      },
       listenHost: this.config.host,
     };
   }

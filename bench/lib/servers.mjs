@@ -1,0 +1,80 @@
+// Server processes: the command line for each server, start (until healthy) and stop.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HOST } from '../net.mjs';
+import { refBin } from '../build-reference.mjs';
+
+// Servers run from the repository root, so relative paths in --svc-cmd (bin/svc.js) resolve.
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function splitCmd(cmd) {
+  // whitespace split with simple '...' / "..." quoting
+  const out = [];
+  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
+  let m;
+  while ((m = re.exec(cmd))) out.push(m[1] ?? m[2] ?? m[3]);
+  return out;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function httpGetStatus(port, p) {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path: p, timeout: 2000, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => { req.destroy(); resolve(0); });
+  });
+}
+
+/** argv for `kind` ('llama' or 'svc') serving `modelPath` on `port`. */
+export function serverArgv(kind, modelPath, port, opts) {
+  if (kind === 'llama') {
+    const bin = opts.llamaServer || refBin('llama-server');
+    if (!fs.existsSync(bin)) throw new Error(`llama-server not found at ${bin}; run node bench/build-reference.mjs (or pass --llama-server)`);
+    return [bin, '-m', modelPath, '--host', HOST, '--port', String(port), '-np', String(opts.parallel),
+      '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui', ...splitCmd(opts.llamaExtra)];
+  }
+  const sub = { model: modelPath, host: HOST, port: String(port), threads: String(opts.threads), parallel: String(opts.parallel), ctx: String(opts.ctx) };
+  return splitCmd(opts.svcCmd).map((t) => t.replace(/\{(\w+)\}/g, (m, k) => (k in sub ? sub[k] : m)));
+}
+
+export async function startServer({ name, argv, port, healthPaths, logFile, timeoutS }) {
+  const log = fs.openSync(logFile, 'w');
+  fs.writeSync(log, `$ ${argv.join(' ')}\n`);
+  const child = spawn(argv[0], argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  let exited = null;
+  child.on('exit', (code, sig) => { exited = { code, sig }; });
+  child.on('error', (e) => { exited = { code: -1, sig: null, err: e.message }; });
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutS * 1000) {
+    if (exited) {
+      const tail = fs.readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n');
+      throw new Error(`${name} exited before becoming healthy (${JSON.stringify(exited)}); log ${logFile}:\n${tail}`);
+    }
+    for (const p of healthPaths) {
+      if ((await httpGetStatus(port, p)) === 200) {
+        return { child, name, port, startS: (Date.now() - t0) / 1000, logFile };
+      }
+    }
+    await sleep(200);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${name} not healthy after ${timeoutS} s; log ${logFile}`);
+}
+
+export async function stopServer(srv) {
+  const { child } = srv;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await done;
+  clearTimeout(t);
+}
