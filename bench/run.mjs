@@ -6,7 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
-//                      [--warmup 30] [--ttft-samples 5] [--no-interleave] [--keep-alive] [--cache-prompt]
+//                      [--warmup 500] [--warmup-s 20] [--ttft-samples 5] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -50,7 +50,8 @@ function parseArgs(argv) {
     timeoutS: 600,
     decodeTokens: null,
     concTokens: null,
-    warmup: 30,
+    warmup: 500,
+    warmupS: 20,
     interleave: true,
     ttftSamples: 5,
     keepAlive: false,
@@ -77,6 +78,7 @@ function parseArgs(argv) {
     else if (a === '--decode-tokens') o.decodeTokens = Number(next());
     else if (a === '--conc-tokens') o.concTokens = Number(next());
     else if (a === '--warmup') o.warmup = Number(next());
+    else if (a === '--warmup-s') o.warmupS = Number(next());
     else if (a === '--no-interleave') o.interleave = false;
     else if (a === '--ttft-samples') o.ttftSamples = Math.max(1, Number(next()));
     else if (a === '--keep-alive') o.keepAlive = true;
@@ -152,7 +154,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

@@ -59,11 +59,14 @@ export async function measureServer(client, port, cfg, opts, calib, reps, raw) {
   const { streamCompletion, completionBody } = client;
   const timeoutMs = opts.timeoutS * 1000;
   // warm-up (not counted): every path the measurements take, the request path
-  // --warmup times (V8 compiles a function to optimized code only after it ran
-  // many times), so a JIT-compiled server is measured warm, as one that has been
-  // serving is, like a native one.
+  // --warmup times or for --warmup-s seconds, whichever ends first (V8 compiles a
+  // function to optimized code only after it ran many times: svc's request path
+  // needs a few hundred requests), so a JIT-compiled server is measured warm, as
+  // one that has been serving is, like a native one. The time cap keeps a slow
+  // model's warm-up short: there a request's JS is a small part of its time.
   await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 8), timeoutMs);
-  for (let i = 0; i < opts.warmup; i++) await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
+  const warmEnd = performance.now() + opts.warmupS * 1000;
+  for (let i = 0; i < opts.warmup && performance.now() < warmEnd; i++) await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
   for (let i = 0; i < Math.min(2, opts.warmup); i++) {
     await streamCompletion(port, completionBody(tag() + repeatTo(2), 32), timeoutMs);
     await Promise.all(Array.from({ length: opts.parallel }, (_, k) =>
