@@ -82,6 +82,27 @@ describe('PrefixCache', () => {
     expect((await c.reuse(cat(a, t(5)), 11)).n).toBe(40);
     expect(ops).toEqual(['cp 1->10 [0,2)', 'set 11 100', 'rm 11 [40,-1)']);
   });
+  it('a retained prompt too short to be written back is dropped when it leaves the KV cache, not read out', async () => {
+    const { c, ops, freed } = cache();
+    c.retain(1, run(100, 31));
+    c.retain(2, run(200, 32));
+    expect(await c.demoteOneIdle()).toBe(true);
+    expect(ops).toEqual([]); // entry 1 (31 tokens, least recently used) goes first: no state read
+    expect(freed).toEqual([1]);
+    expect(c.size).toBe(1);
+    expect(await c.demoteOneIdle()).toBe(true);
+    expect(ops).toEqual(['get 2']);
+    expect(freed).toEqual([1, 2]);
+    expect(c.size).toBe(1); // entry 2 lives on in host memory
+    expect(await c.demoteOneIdle()).toBe(false);
+    // while another request decodes: the short one is dropped too, keeping what is shared
+    const { c: d, ops: dops } = cache();
+    d.retain(3, run(300, 20));
+    const e3 = d.match(run(300, 1))!.entry;
+    await d.demoteIdle(new Map([[e3, 5]]));
+    expect(dops).toEqual(['rm 3 [5,-1)']);
+    expect(d.residentCount).toBe(1);
+  });
   it('a short match is prefilled again rather than writing a whole state back', async () => {
     const { c, ops } = cache();
     c.retain(1, run(100, 400));
@@ -140,17 +161,17 @@ describe('PrefixCache', () => {
   });
   it('keeps host memory within its bound, least recently used out first', async () => {
     const { c } = cache({ maxHostBytes: 150 });
-    c.retain(1, t(1));
-    c.retain(2, t(2));
+    c.retain(1, run(100, 32));
+    c.retain(2, run(200, 32));
     await c.demoteIdle(new Map());
     expect(c.hostBytes).toBe(100);
     expect(c.size).toBe(1);
-    expect(c.match(t(2))).toBeDefined();
+    expect(c.match(t(200))).toBeDefined();
   });
   it('while nothing runs, moves retained prompts to host memory one per call, least recently used first', async () => {
     const { c, ops, freed } = cache();
-    c.retain(1, t(1, 1));
-    c.retain(2, t(2, 2));
+    c.retain(1, run(100, 32));
+    c.retain(2, run(200, 32));
     expect(await c.demoteOneIdle()).toBe(true);
     expect(ops).toEqual(['get 1']);
     expect(freed).toEqual([1]);

@@ -230,8 +230,11 @@ export class PrefixCache {
 
   private async demote(e: PrefixEntry, keep: number): Promise<void> {
     const seq = e.seq as number;
-    // On a device only the prompt part would go to host memory: not worth reading if too short to share.
-    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length && !this.tooShortToShare(e.promptLen)) {
+    // On a device only the prompt part would go to host memory. A state shorter than
+    // MIN_PROMOTE_TOKENS is never written back (reuse prefills such a match again):
+    // reading it out would only cost an engine job and hold a slot.
+    const kept = this.limits.kvOnDevice ? e.promptLen : e.tokens.length;
+    if (!e.state && this.limits.maxHostBytes > 0 && e.residentLen === e.tokens.length && kept >= MIN_PROMOTE_TOKENS) {
       if (this.limits.kvOnDevice && e.promptLen < e.tokens.length) {
         this.ctx.seqRemove(seq, e.promptLen, -1);
         e.tokens = e.tokens.slice(0, e.promptLen);
