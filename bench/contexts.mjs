@@ -8,7 +8,6 @@
 //
 // Default model: the synthetic llama-tiny fixture generated with a 16,384-token context
 // (test/fixtures/models.mjs llama-tiny --n-ctx 16384), so that 16k-token contexts fit.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -16,9 +15,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, HOST } from './net.mjs';
 import { ensureModel } from '../test/fixtures/models.mjs';
+import { splitCmd, startServer, stopServer } from './lib/servers.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO_ROOT = path.resolve(HERE, '..');
 const CTX = 16384;
 const DEFAULT_SVC_CMD = `node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -ctx-size ${CTX} -concurrency 2 -cache-slots 0`;
 const STORY =
@@ -43,7 +42,6 @@ function parseArgs(argv) {
   return o;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 
@@ -66,22 +64,6 @@ async function json(port, method, p, body, want) {
   const r = await request(port, method, p, body);
   if (r.status !== want) throw new Error(`${method} ${p}: ${r.status} ${r.body.toString().slice(0, 300)}`);
   return { ...JSON.parse(r.body.toString() || '{}'), _ms: r.ms };
-}
-
-async function startSvc(cmd, port, logFile) {
-  const argv = cmd.match(/"[^"]*"|'[^']*'|\S+/g).map((x) => x.replace(/^['"]|['"]$/g, ''));
-  const log = fs.openSync(logFile, 'w');
-  const child = spawn(argv[0], argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  const t0 = Date.now();
-  while (Date.now() - t0 < 120_000) {
-    if (child.exitCode !== null) throw new Error(`svc exited (${child.exitCode}); log ${logFile}`);
-    const ok = await request(port, 'GET', '/healthz').then((r) => r.status === 200, () => false);
-    if (ok) return child;
-    await sleep(200);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`svc not healthy after 120 s; log ${logFile}`);
 }
 
 /** Tokens per STORY repetition, read from a context's token count (tokenization of repeats is near linear). */
@@ -159,7 +141,7 @@ async function main() {
   const cmd = o.svcCmd.replaceAll('{model}', model).replaceAll('{host}', HOST).replaceAll('{port}', String(port)).replaceAll('{threads}', String(o.threads));
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ctx-')), 'svc.log');
   console.log(`$ ${cmd}`);
-  const child = await startSvc(cmd, port, logFile);
+  const srv = await startServer({ name: 'svc', argv: splitCmd(cmd), port, healthPaths: ['/healthz'], logFile, timeoutS: 120 });
   const load0 = os.loadavg()[0];
   const rows = [];
   try {
@@ -170,7 +152,7 @@ async function main() {
       console.log(`${r.tokens} tokens: fork ${f(r.forkMs, 3)} ms, restore ${f(r.restoreMs)} ms vs prefill ${f(r.prefillMs)} ms`);
     }
   } finally {
-    child.kill('SIGTERM');
+    await stopServer(srv);
   }
   console.log('\n| tokens | pages | fork_ms (server) | fork HTTP ms | fork n=64 ms | pages copied | re-prefill ms | restore ms (f32) | speed-up | f32 bytes | q8 bytes | vq8 bytes |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');

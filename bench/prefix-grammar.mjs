@@ -9,16 +9,15 @@
 //    different question at the end). Target: cached <= 0.2x cold.
 // 2. Decode cost per token: unconstrained vs a GBNF grammar vs a JSON schema vs the
 //    -lexicon word list, from the server's own svc_decode_ms / (completion_tokens - 1).
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, HOST } from './net.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
+import { startServer, stopServer } from './lib/servers.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..');
 
 const STORY =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog, Max. ' +
@@ -63,24 +62,10 @@ async function modelPath(name) {
 async function startSvc(model, threads, lexicon) {
   const port = await freePort();
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-store-'));
+  const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-pg-')), 'svc.log');
   const args = ['bin/svc.js', '-m', model, '-addr', `${HOST}:${port}`, '-store', store, '-threads', String(threads), '-ctx-size', '4096', '-concurrency', '2', '-lexicon', lexicon, '-log-level', 'warn'];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
-  const url = `http://${HOST}:${port}`;
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`svc exited:\n${log}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).status === 200) break;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > deadline) throw new Error(`svc did not become healthy:\n${log}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { url, command: `node ${args.join(' ')}`, stop: () => new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM'))) };
+  const srv = await startServer({ name: 'svc', argv: [process.execPath, ...args], port, healthPaths: ['/healthz'], logFile, timeoutS: 300 });
+  return { url: `http://${HOST}:${port}`, command: `node ${args.join(' ')}`, stop: () => stopServer(srv) };
 }
 
 async function complete(url, body) {
