@@ -11,7 +11,8 @@ import { NativeContext } from '../backend/native-addon';
  * up to the highest used cell, whoever owns it. On a CPU that is real compute,
  * so while anything decodes an entry keeps resident only the prefix running
  * requests share with it, the rest moving to the host tier (demoteIdle), and
- * while nothing runs entries move there too (demoteOneIdle). With the KV cache on
+ * while nothing runs entries move there too (demoteOneIdle); an entry shorter than
+ * MIN_PROMOTE_TOKENS is dropped instead, as no match would write it back. With the KV cache on
  * a device it is the reverse (see PrefixCacheLimits.kvOnDevice): entries stay
  * resident until cells run short (relieve). Bounded by entry count, resident
  * positions and host bytes; evicted least-recently-used.
@@ -165,7 +166,7 @@ export class PrefixCache {
   /**
    * Called while requests decode: every resident entry keeps only the prefix they
    * share with it (`shared`: entry → longest shared length); the rest of its cells
-   * are freed, its whole state kept in memory.
+   * are freed, its whole state kept in memory (if it could ever be written back).
    */
   async demoteIdle(shared: Map<PrefixEntry, number>): Promise<void> {
     if (this.limits.kvOnDevice) return;
