@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BackendName } from './inference-backend';
 import { NativeAddon } from './native-addon';
@@ -27,6 +27,28 @@ function load(backend: BackendName, root?: string): NativeAddon | undefined {
   return require(p) as NativeAddon;
 }
 
+/** Device nodes through which a CUDA driver reaches a GPU (WSL: dxg; Jetson: nvhost-ctrl-gpu, nvgpu). */
+const CUDA_DEVICE_NODE = /^(nvidia\d+|dxg|nvhost-ctrl-gpu|nvgpu)$/;
+
+/**
+ * Whether a CUDA GPU could be visible, decided without loading CUDA. A Node addon is
+ * never unloaded, so loading the CUDA addon only to find no GPU (a CPU-only host with
+ * both addons built, the CUDA image without --gpus) left cuBLAS and the CUDA runtime
+ * mapped: ~135 MB more resident memory than the CPU addon alone, measured.
+ * On Linux the driver sees GPUs only through /dev nodes, and CUDA_VISIBLE_DEVICES
+ * set empty or to -1 hides them all; elsewhere the addon decides.
+ */
+export function cudaDevicePossible(env: NodeJS.ProcessEnv = process.env, devNodes: () => string[] = () => readdirSync('/dev'), platform: string = process.platform): boolean {
+  const visible = env.CUDA_VISIBLE_DEVICES?.trim();
+  if (visible === '' || visible?.startsWith('-1')) return false;
+  if (platform !== 'linux') return true;
+  try {
+    return devNodes().some((n) => CUDA_DEVICE_NODE.test(n));
+  } catch {
+    return true;
+  }
+}
+
 /**
  * Picks the backend at boot: CUDA when built and a GPU is visible, Metal on Apple
  * silicon, otherwise CPU. `preferred` ('auto' or a name) comes from -backend.
@@ -36,6 +58,10 @@ export function loadBackend(preferred: 'auto' | BackendName = 'auto', root?: str
     preferred !== 'auto' ? [preferred] : process.platform === 'darwin' && process.arch === 'arm64' ? ['metal', 'cpu'] : ['cuda', 'cpu'];
   const tried: string[] = [];
   for (const name of order) {
+    if (name === 'cuda' && preferred === 'auto' && !cudaDevicePossible()) {
+      tried.push('cuda: no GPU visible (no /dev/nvidia* device, or CUDA_VISIBLE_DEVICES hides them)');
+      continue;
+    }
     let addon: NativeAddon | undefined;
     try {
       addon = load(name, root);
