@@ -4,7 +4,7 @@
 // at a time. See bench/README.md.
 //
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
-//                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}']
+//                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
 //                      [--warmup 500] [--warmup-s 20] [--ttft-samples 20] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
@@ -17,14 +17,15 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.mjs';
 import { llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
-import { serverArgv, startServer, stopServer } from './lib/servers.mjs';
+import { peakRssMiB, serverArgv, startServer, stopServer } from './lib/servers.mjs';
 import { createClient } from './lib/client.mjs';
 import { measureServer, summarize } from './lib/measure.mjs';
 import { printTable, summaryLine } from './lib/report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-const DEFAULT_SVC_CMD = 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel}';
+// -ctx-size {slot_ctx}: the same KV cache size as llama-server's -c (ctx-size × concurrency cells).
+const DEFAULT_SVC_CMD = 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}';
 
 // Per-model workload. prefillTokens: target prompt length for the prefill measurement;
 // decodeTokens: max_tokens of the single-stream decode run; concTokens: max_tokens of
@@ -114,7 +115,7 @@ async function main() {
     // Interleaved (default): each repetition starts each server afresh, in
     // alternating order, so a machine whose speed drifts (shared or virtual CPUs)
     // skews both alike; --no-interleave measures all repetitions in one run each.
-    const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [] }]));
+    const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [], peakRssMiB: [] }]));
     const runs = opts.interleave ? Array.from({ length: opts.reps }, (_, r) => (r % 2 ? [...servers].reverse() : servers).map((s) => [s, r])) : servers.map((s) => [[s, null]]);
     const started = {};
     for (const [s, r] of runs.flat()) {
@@ -128,6 +129,7 @@ async function main() {
       try {
         started[s] = { command: argv.join(' '), startup_s: srv.startS };
         await measureServer(client, port, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
+        raws[s].peakRssMiB.push(peakRssMiB(srv));
       } finally {
         await stopServer(srv);
       }
@@ -141,7 +143,7 @@ async function main() {
       const ratio = (k) => (results[m].llama[k] && results[m].svc[k] != null ? results[m].svc[k] / results[m].llama[k] : null);
       results[m].ratios_svc_over_llama = {
         prefill_tps: ratio('prefill_tps'), decode_tps: ratio('decode_tps'), ttft_ms: ratio('ttft_ms'),
-        [`agg${opts.parallel}_tps`]: ratio(`agg${opts.parallel}_tps`),
+        [`agg${opts.parallel}_tps`]: ratio(`agg${opts.parallel}_tps`), peak_rss_mib: ratio('peak_rss_mib'),
       };
     }
     info[m] = { prefillReps: calibByModel[m].prefillReps };

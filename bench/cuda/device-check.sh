@@ -44,26 +44,26 @@ fi
 if has cpu; then
   echo "== benchmark, CPU only (${CPU_THREADS:-2} threads)"
   CUDA_VISIBLE_DEVICES= timeout "${CPU_TIMEOUT:-240}" node bench/run.mjs --models "${CPU_MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "${CPU_THREADS:-2}" --out "$OUT/bench-cpu.json" \
-    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda -gpu-layers 0" \
+    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda -gpu-layers 0" \
     --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 0' 2>&1 | tee "$OUT/bench-cpu.log" | tail -12
 fi
 if has gpu; then
   echo "== benchmark, GPU"
   # BENCH_ARGS: more bench/run.mjs options (e.g. --keep-alive); BENCH_TAG names the output files apart.
   timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench${BENCH_TAG:-}.json" ${BENCH_ARGS:-} \
-    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
+    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" \
     --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" | tail -30
 fi
 if has stream; then
   echo "== benchmark, GPU, svc with streaming chains off"
   timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --only svc --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench-nostream.json" \
-    --svc-cmd "env SVC_STREAM_MS=-1 node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" 2>&1 | tee "$OUT/bench-nostream.log" | tail -12
+    --svc-cmd "env SVC_STREAM_MS=-1 node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" 2>&1 | tee "$OUT/bench-nostream.log" | tail -12
 fi
 if has repeat; then
   for i in $(seq "${REPEAT:-2}"); do
     echo "== repeat $i: stories260K on the GPU"
     timeout 120 node bench/run.mjs --models stories --reps 1 --threads "$T" --no-write \
-      --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -backend cuda" \
+      --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" \
       --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' > "$OUT/repeat-$i.log" 2>&1
     echo "rc=$? $(tail -5 "$OUT/repeat-$i.log" | tr '\n' '|')"
   done

@@ -40,7 +40,8 @@ export function serverArgv(kind, modelPath, port, opts) {
     return [bin, '-m', modelPath, '--host', HOST, '--port', String(port), '-np', String(opts.parallel),
       '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui', ...splitCmd(opts.llamaExtra)];
   }
-  const sub = { model: modelPath, host: HOST, port: String(port), threads: String(opts.threads), parallel: String(opts.parallel), ctx: String(opts.ctx) };
+  // slot_ctx: positions per request, llama-server's per-slot share of -c (svc's -ctx-size is per request)
+  const sub = { model: modelPath, host: HOST, port: String(port), threads: String(opts.threads), parallel: String(opts.parallel), ctx: String(opts.ctx), slot_ctx: String(Math.floor(opts.ctx / opts.parallel)) };
   return splitCmd(opts.svcCmd).map((t) => t.replace(/\{(\w+)\}/g, (m, k) => (k in sub ? sub[k] : m)));
 }
 
@@ -77,4 +78,14 @@ export async function stopServer(srv) {
   const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await done;
   clearTimeout(t);
+}
+
+/** A running server's peak resident memory so far, MiB (Linux: VmHWM in /proc; null elsewhere). */
+export function peakRssMiB(srv) {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${srv.child.pid}/status`, 'utf8'));
+    return m ? +(Number(m[1]) / 1024).toFixed(1) : null;
+  } catch {
+    return null;
+  }
 }
