@@ -135,7 +135,7 @@ export function summarize(raw, opts) {
     ttft_rest_ms: median(raw.ttft.map((x) => (x.serverPrefillMs == null ? null : x.ttftMs - x.serverPrefillMs))),
     [`agg${opts.parallel}_tps`]: median(raw.concurrent.map((x) => x.tps)),
     // the server process's peak resident memory over a whole repetition (weights, KV cache, runtime)
-    peak_rss_mib: median(raw.peakRssMiB ?? []),
+    peak_rss_mib: median(raw.peakRssMiB),
     // [min, max] over the repetitions, to show how noisy the machine was
     spread: {
       prefill_tps: range(raw.prefill.map((x) => x.tps)),

@@ -11,9 +11,9 @@ import { NativeContext } from '../backend/native-addon';
  * up to the highest used cell, whoever owns it. On a CPU that is real compute,
  * so while anything decodes an entry keeps resident only the prefix running
  * requests share with it, the rest moving to the host tier (demoteIdle), and
- * while nothing runs entries move there too (demoteOneIdle); an entry shorter than
- * MIN_PROMOTE_TOKENS is dropped instead, as no match would write it back. With the KV cache on
- * a device it is the reverse (see PrefixCacheLimits.kvOnDevice): entries stay
+ * while nothing runs entries move there too (demoteOneIdle); an entry shorter
+ * than MIN_PROMOTE_TOKENS is dropped instead, as no match would write it back.
+ * With the KV cache on a device it is the reverse (see PrefixCacheLimits.kvOnDevice): entries stay
  * resident until cells run short (relieve). Bounded by entry count, resident
  * positions and host bytes; evicted least-recently-used.
  */
