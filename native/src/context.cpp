@@ -29,10 +29,22 @@ class CreateContextWorker : public PromiseWorker {
     st->nSeqMax = (int32_t) llama_n_seq_max(st->ctx);
     st->nVocab = llama_vocab_n_tokens(model_->vocab);
     st->batch = llama_batch_init(st->nBatch, 0, 1);
+    // Created paused: the threads sleep until the first graph.
+    auto tpp = ggml_threadpool_params_default(p_.n_threads);
+    tpp.paused = true;
+    st->pool = ggml_threadpool_new(&tpp);
+    if (p_.n_threads_batch != p_.n_threads) {
+      auto tppBatch = ggml_threadpool_params_default(p_.n_threads_batch);
+      tppBatch.paused = true;
+      st->poolBatch = ggml_threadpool_new(&tppBatch);
+    }
+    if (!st->pool || (p_.n_threads_batch != p_.n_threads && !st->poolBatch)) throw std::runtime_error("failed to create the compute threads");
+    llama_attach_threadpool(st->ctx, st->pool, st->poolBatch);
     st_ = std::move(st);
   }
   Napi::Value Result(Napi::Env env) override {
-    st_->thread = std::make_unique<EngineThread>(env);
+    ContextState * cs = st_.get();  // outlives its thread: ~ContextState joins it first
+    st_->thread = std::make_unique<EngineThread>(env, [cs] { cs->pauseCompute(); });
     auto ext = Napi::External<std::shared_ptr<ContextState>>::New(env, &st_);
     return addonData(env).context.New({ext});
   }

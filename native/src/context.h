@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include "engine_thread.h"
+#include "ggml-cpu.h"
 #include "llama.h"
 
 #include <atomic>
@@ -24,11 +25,33 @@ struct ContextState {
   // Set from JS (new work, a cancel) to end a chained step early.
   std::atomic<bool> yield{false};
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
+  // The CPU compute threads, attached as llama-server's common library does (a
+  // second pool when n_threads_batch differs). Without OpenMP (the CPU build)
+  // they are ggml's own threads, and svc puts them to sleep whenever the engine
+  // thread runs out of work: between graphs they otherwise poll for the next one
+  // (ggml: up to ~0.1 s; libgomp spins ~ms), holding CPUs that the JavaScript
+  // thread and the clients need once a request's tokens are out.
+  ggml_threadpool * pool = nullptr;
+  ggml_threadpool * poolBatch = nullptr;
   std::unique_ptr<EngineThread> thread;  // runs every job on ctx (see engine_thread.h)
   ~ContextState() {
     thread.reset();  // joins: nothing may run on ctx past this point
     if (batch.token) llama_batch_free(batch);
     if (ctx) llama_free(ctx);
+    if (poolBatch) ggml_threadpool_free(poolBatch);
+    if (pool) ggml_threadpool_free(pool);
+  }
+  // Engine thread, once no job is queued. (No-ops with OpenMP.)
+  void pauseCompute() {
+    if (pool) ggml_threadpool_pause(pool);
+    if (poolBatch) ggml_threadpool_pause(poolBatch);
+  }
+  // Engine thread, as a decode begins: the pool its graphs will use (llama.cpp
+  // takes the batch pool for more than one token) wakes while llama_decode
+  // prepares the batch and graph, not at the first graph's start.
+  void resumeCompute(bool batched) {
+    ggml_threadpool * p = batched && poolBatch ? poolBatch : pool;
+    if (p) ggml_threadpool_resume(p);
   }
 };
 

@@ -24,7 +24,7 @@ void EngineJob::Complete(Napi::Env env) {
   settle(env, deferred_, [&] { return Result(env); });
 }
 
-EngineThread::EngineThread(Napi::Env env) {
+EngineThread::EngineThread(Napi::Env env, std::function<void()> onIdle) : onIdle_(std::move(onIdle)) {
   // The finalizer may run after this object is gone: it holds its own reference to the flag.
   using Flag = std::shared_ptr<std::atomic<bool>>;
   tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo &) {}),
@@ -77,6 +77,14 @@ void EngineThread::Loop() {
     // freed on the JS thread; if JS is already gone the job is left behind
     // rather than freeing its context from this very thread.
     tsfn_.NonBlockingCall(job, &EngineThread::Deliver);
+    if (onIdle_) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        idle = queue_.empty();
+      }
+      if (idle) onIdle_();
+    }
   }
 }
 

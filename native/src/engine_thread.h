@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,7 +50,8 @@ class EngineJob {
 
 class EngineThread {
  public:
-  explicit EngineThread(Napi::Env env);
+  // onIdle runs on the engine thread whenever a job ends with none queued.
+  explicit EngineThread(Napi::Env env, std::function<void()> onIdle = {});
   ~EngineThread();
   EngineThread(const EngineThread &) = delete;
   EngineThread & operator=(const EngineThread &) = delete;
@@ -63,6 +65,7 @@ class EngineThread {
   static void Deliver(Napi::Env env, Napi::Function, EngineJob * job);
 
   Napi::ThreadSafeFunction tsfn_;
+  std::function<void()> onIdle_;
   // Set when Node finalized the thread-safe function, which it does by itself when
   // the environment is torn down (a process exiting with contexts never disposed):
   // releasing it after that locks a destroyed mutex and aborts the process.

@@ -104,6 +104,7 @@ class StepWorker : public BusyWorker {
   // JS, until a budget runs out, an end token comes, JS asks to yield, or the
   // chain has run maxUs (streams should not arrive in long bursts).
   void Execute() override {
+    cs_->resumeCompute(tok_.size() > 1);
     const int64_t start = ggml_time_us();
     int64_t lastPost = start;
     for (int32_t step = 0; step < maxSteps_; step++) {

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ModelCatalog } from '../../libs/store/src/catalog';
+import { DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
 import { displayName, parseModelRef } from '../../libs/store/src/model-ref';
 import { PullProgress, PullService } from '../../libs/store/src/pull/pull-service';
 import { parseChallenge } from '../../libs/store/src/pull/registry-client';
@@ -110,6 +110,25 @@ describe('pull from a registry', () => {
     } finally {
       await f.stop();
     }
+  });
+});
+
+describe('the -m file', () => {
+  it('is looked at again (size, modification time) at most once per DEFAULT_FILE_RECHECK_MS', async () => {
+    const dir = tmp('svc-m-');
+    const file = join(dir, 'mine.gguf');
+    copyFileSync(fixtureModel(STORIES), file);
+    const cat = new ModelCatalog({ storeDir: tmp('svc-store-'), ollamaDir: null, defaultModel: file });
+    const first = cat.resolve('');
+    expect(first.name).toBe('mine');
+    expect(cat.resolve('mine')).toBe(first); // the same entry, kept
+    // Replaced within the window: the kept entry still answers.
+    writeFileSync(file, Buffer.concat([readFileSync(fixtureModel(STORIES)), Buffer.alloc(64)]));
+    expect(cat.resolve('')).toBe(first);
+    await new Promise((r) => setTimeout(r, DEFAULT_FILE_RECHECK_MS + 50));
+    const again = cat.resolve('');
+    expect(again).not.toBe(first);
+    expect(again.sizeBytes).toBe(first.sizeBytes + 64);
   });
 });
 

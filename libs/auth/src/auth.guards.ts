@@ -11,8 +11,8 @@ import { AuthService } from './auth.service';
  * 3. classification markings under -classification: 400 malformed, 403 not
  *    cleared / not declared.
  * One guard rather than three: Nest awaits each guard in turn on every request.
- * The request hook (auth.hooks.ts) ran the same checks before the body was read;
- * the caller is cached on the request, so this repeats only the cheap rules.
+ * The request hook (auth.hooks.ts) runs the same admit() before the body is
+ * read; a request it admitted passes here without the checks run twice.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -22,6 +22,7 @@ export class AuthGuard implements CanActivate {
     if (ctx.getType() !== 'http') return true;
     const h = ctx.switchToHttp();
     const req = h.getRequest<FastifyRequest>();
+    if (req.svcAdmitted) return true;
     await this.auth.admit(req, h.getResponse<FastifyReply>());
     return true;
   }

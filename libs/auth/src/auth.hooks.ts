@@ -27,6 +27,7 @@ export function echoClassification(auth: AuthService, req: FastifyRequest, reply
 export function installAuthHooks(fastify: FastifyInstance, auth: AuthService): void {
   fastify.decorateRequest('svcCaller', undefined);
   fastify.decorateRequest('svcMarking', undefined);
+  fastify.decorateRequest('svcAdmitted', false);
   fastify.addHook('onRequest', async (req, reply) => {
     echoClassification(auth, req, reply);
     const v = auth.view(req);
@@ -43,10 +44,11 @@ export function installAuthHooks(fastify: FastifyInstance, auth: AuthService): v
     // Every request is admitted here, before its body is read (an unauthenticated
     // client cannot make the server parse 32 MiB), and before routing decides
     // 404 (unknown paths do not reveal themselves to a caller without a key).
-    // The guards repeat the checks for routed requests; the caller is cached.
+    // The guard skips what this admitted (the same checks, and the caller, cached).
     if (!auth.isOpen(req)) {
       try {
         await auth.admit(req, reply);
+        req.svcAdmitted = true;
       } catch (err) {
         const f = toHttpFailure(err);
         return reply.code(f.status).type('application/json').send(errorBody(v.path, f.status, f.message));

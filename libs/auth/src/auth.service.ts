@@ -16,6 +16,8 @@ declare module 'fastify' {
     svcCaller?: Caller;
     /** Set by the auth guards: the request's X-Classification marking (null when none was declared). */
     svcMarking?: Marking | null;
+    /** Set by the request hook once this request passed admit(): the guard need not repeat it. */
+    svcAdmitted?: boolean;
   }
 }
 
