@@ -29,8 +29,9 @@ struct ContextState {
   // second pool when n_threads_batch differs). Without OpenMP (the CPU build)
   // they are ggml's own threads, and svc puts them to sleep whenever the engine
   // thread runs out of work: between graphs they otherwise poll for the next one
-  // (ggml: up to ~0.1 s; libgomp spins ~ms), holding CPUs that the JavaScript
-  // thread and the clients need once a request's tokens are out.
+  // (ggml's default poll: a tenth of a second or more; libgomp: several ms),
+  // holding CPUs that the JavaScript thread and the clients need once a
+  // request's tokens are out.
   ggml_threadpool * pool = nullptr;
   ggml_threadpool * poolBatch = nullptr;
   std::unique_ptr<EngineThread> thread;  // runs every job on ctx (see engine_thread.h)
