@@ -30,15 +30,15 @@ class CreateContextWorker : public PromiseWorker {
     st->nVocab = llama_vocab_n_tokens(model_->vocab);
     st->batch = llama_batch_init(st->nBatch, 0, 1);
     // Created paused: the threads sleep until the first graph.
-    auto tpp = ggml_threadpool_params_default(p_.n_threads);
-    tpp.paused = true;
-    st->pool = ggml_threadpool_new(&tpp);
-    if (p_.n_threads_batch != p_.n_threads) {
-      auto tppBatch = ggml_threadpool_params_default(p_.n_threads_batch);
-      tppBatch.paused = true;
-      st->poolBatch = ggml_threadpool_new(&tppBatch);
-    }
-    if (!st->pool || (p_.n_threads_batch != p_.n_threads && !st->poolBatch)) throw std::runtime_error("failed to create the compute threads");
+    auto pausedPool = [](int32_t n) {
+      auto tpp = ggml_threadpool_params_default(n);
+      tpp.paused = true;
+      ggml_threadpool * p = ggml_threadpool_new(&tpp);
+      if (!p) throw std::runtime_error("failed to create the compute threads");
+      return p;
+    };
+    st->pool = pausedPool(p_.n_threads);
+    if (p_.n_threads_batch != p_.n_threads) st->poolBatch = pausedPool(p_.n_threads_batch);
     llama_attach_threadpool(st->ctx, st->pool, st->poolBatch);
     st_ = std::move(st);
   }
