@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -79,7 +80,10 @@ describe('errors in the spec shape', () => {
       const req = request(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(declared) } }, (r) => {
         let body = '';
         r.on('data', (d) => (body += d));
-        r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+        r.on('end', () => {
+          req.destroy(); // the server would read on: this client never sends the rest
+          resolve({ status: r.statusCode ?? 0, body });
+        });
       });
       req.on('error', reject);
       req.write('{"messages":');
@@ -112,6 +116,62 @@ describe('errors in the spec shape', () => {
     const json = (await res.json()) as { error: { message: string; type: string } };
     expect(json.error.message).toMatch(/^request body is over \d+ bytes; this server accepts \d+$/);
     expect(json.error.type).toBe('Payload Too Large');
+  });
+
+  /**
+   * A client that writes its whole request before it reads (as many do) over a raw socket: the
+   * server answers 413 midway, and must read on rather than close, or the client's later writes
+   * meet a reset (EPIPE) and the answer is lost.
+   */
+  async function writeAllThenRead(head: string, chunks: Buffer[]): Promise<{ status: number; text: string }> {
+    const url = new URL(srv.url);
+    const sock = connect(Number(url.port), url.hostname);
+    let text = '';
+    sock.on('data', (d) => (text += d.toString('latin1')));
+    let failure: Error | undefined;
+    sock.on('error', (err) => (failure ??= err));
+    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
+    const write = (b: Buffer | string) => new Promise<void>((resolve, reject) => sock.write(b, (err) => (err ? reject(failure ?? err) : resolve())));
+    await new Promise<void>((resolve) => sock.once('connect', () => resolve()));
+    await write(head);
+    for (const c of chunks) await write(c);
+    // The whole request is out; only now look for the answer (the connection stays open: keep-alive).
+    const deadline = Date.now() + 30_000;
+    while (!/\r\n\r\n[\s\S]*\}$/.test(text) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    sock.end();
+    await closed;
+    return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), text };
+  }
+
+  it('413 reaches a client that writes a whole chunked body before reading', async () => {
+    const mib = Buffer.alloc(1 << 20, 7);
+    const chunked = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from('\r\n')]);
+    const chunks = Array.from({ length: 48 }, () => chunked);
+    chunks.push(Buffer.from('0\r\n\r\n'));
+    const head = `POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`;
+    const r = await writeAllThenRead(head, chunks);
+    expect(r.status).toBe(413);
+    expect(r.text).not.toMatch(/connection: close/i);
+    expect(r.text).toMatch(/"type":"Payload Too Large"/);
+  });
+
+  it('stops reading a chunked body 64 MiB past its limit: the connection is closed', async () => {
+    const mib = Buffer.alloc(1 << 20, 7);
+    const chunked = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from('\r\n')]);
+    const head = `POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`;
+    // 32 MiB allowed + 64 MiB read on: 160 MiB is never taken in full.
+    await expect(writeAllThenRead(head, Array.from({ length: 160 }, () => chunked))).rejects.toThrow(/EPIPE|ECONNRESET/);
+    const h = await fetch(`${srv.url}/healthz`);
+    expect(h.status).toBe(200);
+  });
+
+  it('413 reaches a client that writes a whole declared-length body before reading', async () => {
+    const size = 33554432 + (8 << 20);
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`;
+    const chunks = Array.from({ length: size >> 20 }, () => Buffer.alloc(1 << 20, 32));
+    const r = await writeAllThenRead(head, chunks);
+    expect(r.status).toBe(413);
+    expect(r.text).toMatch(`request body is ${size} bytes; this server accepts 33554432`);
   });
 });
 

@@ -11,9 +11,25 @@ export interface RouteLimit {
 const BINARY_MAX = 2 ** 31 - 1;
 /** The limit the onRequest hook decided for this request, for bodies without a declared length. */
 const ALLOWED = Symbol('svc.bodyLimit');
+/**
+ * How far past its limit a body is still read and dropped after the 413 has been sent. Closing the
+ * socket while a client is still writing makes the kernel answer its next bytes with a reset, which
+ * can destroy the 413 before the client reads it (EPIPE instead of a status); reading on, like
+ * nginx's lingering close, lets every client see the answer. Past this the socket is closed.
+ */
+const LINGER_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The 413 for a body that is read on after it: `lingering` tells the error filter to take back the
+ * `connection: close` Fastify sets after any body-parser error.
+ */
 function tooLarge(size: string, allowed: number): Error {
-  return Object.assign(new Error(`request body is ${size} bytes; this server accepts ${allowed}`), { statusCode: 413 });
+  return Object.assign(new Error(`request body is ${size} bytes; this server accepts ${allowed}`), { statusCode: 413, lingering: true });
+}
+
+/** Whether an error is a 413 whose connection stays open while the rest of the body is dropped. */
+export function isLingering(err: unknown): boolean {
+  return (err as { lingering?: unknown } | null)?.lingering === true;
 }
 
 /**
@@ -28,14 +44,14 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     const allowed = special ? special.limit(new URL(req.url, 'http://x')) : limit;
     (req as unknown as Record<symbol, number>)[ALLOWED] = allowed;
     if (declared > allowed) {
-      void reply
-        .status(413)
-        .header('connection', 'close')
-        .send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
+      // Within the linger budget the connection stays open and Node reads the unread body off it.
+      if (declared - allowed > LINGER_BYTES) void reply.header('connection', 'close');
+      void reply.status(413).send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
       return;
     }
     done();
   });
+
   // Counted as it arrives: a chunked upload (no Content-Length) meets the same limit.
   fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) => {
     const allowed = (req as unknown as Record<symbol, number>)[ALLOWED] ?? limit;
@@ -43,8 +59,11 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     let size = 0;
     let over = false;
     payload.on('data', (chunk: Buffer) => {
-      if (over) return;
       size += chunk.length;
+      if (over) {
+        if (size - allowed > LINGER_BYTES) req.raw.socket?.destroy();
+        return;
+      }
       if (size > allowed) {
         over = true;
         chunks.length = 0;

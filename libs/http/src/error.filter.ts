@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
+import { isLingering } from './body-parsing';
 import { errorBody, toHttpFailure } from './http-errors';
 
 /**
@@ -23,6 +24,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     const path = (req.url ?? '').split('?')[0];
     for (const [k, v] of Object.entries(f.headers ?? {})) reply.header(k, v);
+    if (isLingering(err)) reply.removeHeader('connection');
     // 429 answers with an empty body (spec): clients retry after Retry-After.
     if (f.status === 429) {
       void reply.status(429).send();
