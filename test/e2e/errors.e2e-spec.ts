@@ -143,24 +143,25 @@ describe('errors in the spec shape', () => {
     return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), text };
   }
 
+  /** A chunked upload to /v1/contexts/import of `mib` 1-MiB chunks, ended or not. */
+  function chunkedImport(mib: number, ended: boolean): [string, Buffer[]] {
+    const data = Buffer.alloc(1 << 20, 7);
+    const chunk = Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
+    const chunks = Array.from({ length: mib }, () => chunk);
+    if (ended) chunks.push(Buffer.from('0\r\n\r\n'));
+    return [`POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`, chunks];
+  }
+
   it('413 reaches a client that writes a whole chunked body before reading', async () => {
-    const mib = Buffer.alloc(1 << 20, 7);
-    const chunked = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from('\r\n')]);
-    const chunks = Array.from({ length: 48 }, () => chunked);
-    chunks.push(Buffer.from('0\r\n\r\n'));
-    const head = `POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`;
-    const r = await writeAllThenRead(head, chunks);
+    const r = await writeAllThenRead(...chunkedImport(48, true));
     expect(r.status).toBe(413);
     expect(r.text).not.toMatch(/connection: close/i);
     expect(r.text).toMatch(/"type":"Payload Too Large"/);
   });
 
   it('stops reading a chunked body 64 MiB past its limit: the connection is closed', async () => {
-    const mib = Buffer.alloc(1 << 20, 7);
-    const chunked = Buffer.concat([Buffer.from(`${mib.length.toString(16)}\r\n`), mib, Buffer.from('\r\n')]);
-    const head = `POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`;
     // 32 MiB allowed + 64 MiB read on: 160 MiB is never taken in full.
-    await expect(writeAllThenRead(head, Array.from({ length: 160 }, () => chunked))).rejects.toThrow(/EPIPE|ECONNRESET/);
+    await expect(writeAllThenRead(...chunkedImport(160, false))).rejects.toThrow(/EPIPE|ECONNRESET/);
     const h = await fetch(`${srv.url}/healthz`);
     expect(h.status).toBe(200);
   });
