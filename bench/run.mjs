@@ -6,7 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
-//                      [--warmup 500] [--warmup-s 20] [--ttft-samples 20] [--no-interleave] [--keep-alive] [--cache-prompt]
+//                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -51,10 +51,10 @@ function parseArgs(argv) {
     timeoutS: 600,
     decodeTokens: null,
     concTokens: null,
-    warmup: 500,
+    warmup: 2000,
     warmupS: 20,
     interleave: true,
-    ttftSamples: 20,
+    ttftSamples: 100,
     keepAlive: false,
     cachePrompt: false,
   };

@@ -3,9 +3,10 @@
 
 // V8 optimizes a function once the bytecode it ran has used up its interrupt budget a few
 // times. With V8's default (66 KiB) svc's request path stayed partly unoptimized for over a
-// thousand requests; with 8 KiB it is optimized after ~250 (README, session 8).
-// SVC_V8_INTERRUPT_BUDGET overrides it (0 keeps V8's). Set before the server's code loads.
-const budget = Number(process.env.SVC_V8_INTERRUPT_BUDGET ?? 8192);
+// thousand requests; 8 KiB (session 8) still left ~30 functions to optimize after request
+// 1500, 2 KiB about 6 (README, session 12). SVC_V8_INTERRUPT_BUDGET overrides it (0 keeps
+// V8's). Set before the server's code loads.
+const budget = Number(process.env.SVC_V8_INTERRUPT_BUDGET ?? 2048);
 if (Number.isInteger(budget) && budget > 0) require('node:v8').setFlagsFromString(`--interrupt-budget=${budget}`);
 
 require('../dist/apps/server/src/main.js');
