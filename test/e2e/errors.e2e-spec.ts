@@ -143,20 +143,29 @@ describe('errors in the spec shape', () => {
     return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), text };
   }
 
-  /** A chunked upload to /v1/contexts/import of `mib` 1-MiB chunks, ended or not. */
-  function chunkedImport(mib: number, ended: boolean): [string, Buffer[]] {
-    const data = Buffer.alloc(1 << 20, 7);
+  /** A chunked upload of `mib` 1-MiB chunks of `fill` to `path`, ended or not. */
+  function chunkedPost(path: string, contentType: string, mib: number, ended: boolean, fill = 7): [string, Buffer[]] {
+    const data = Buffer.alloc(1 << 20, fill);
     const chunk = Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
     const chunks = Array.from({ length: mib }, () => chunk);
     if (ended) chunks.push(Buffer.from('0\r\n\r\n'));
-    return [`POST /v1/contexts/import HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n`, chunks];
+    return [`POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: ${contentType}\r\ntransfer-encoding: chunked\r\n\r\n`, chunks];
   }
+  const chunkedImport = (mib: number, ended: boolean) => chunkedPost('/v1/contexts/import', 'application/octet-stream', mib, ended);
 
   it('413 reaches a client that writes a whole chunked body before reading', async () => {
     const r = await writeAllThenRead(...chunkedImport(48, true));
     expect(r.status).toBe(413);
     expect(r.text).not.toMatch(/connection: close/i);
     expect(r.text).toMatch(/"type":"Payload Too Large"/);
+  });
+
+  it('413 for a chunked JSON body over 32 MiB, and the connection stays usable', async () => {
+    // Spaces: valid JSON whitespace, so only the size can be what is refused.
+    const r = await writeAllThenRead(...chunkedPost('/v1/chat/completions', 'application/json', 40, true, 32));
+    expect(r.status).toBe(413);
+    expect(r.text).not.toMatch(/connection: close/i);
+    expect(r.text).toMatch('{"error":{"message":"request body is over 33554432 bytes; this server accepts 33554432","type":"Payload Too Large"}}');
   });
 
   it('stops reading a chunked body 64 MiB past its limit: the connection is closed', async () => {

@@ -1,4 +1,4 @@
-import { FastifyInstance } from 'fastify';
+import { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from './http-errors';
 
 /** A route with its own body limit (snapshot restore and import), decided per request. */
@@ -52,42 +52,55 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     done();
   });
 
-  // Counted as it arrives: a chunked upload (no Content-Length) meets the same limit.
-  fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) => {
-    const allowed = (req as unknown as Record<symbol, number>)[ALLOWED] ?? limit;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    payload.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (over) {
-        if (size - allowed > LINGER_BYTES) req.raw.socket?.destroy();
-        return;
-      }
-      if (size > allowed) {
-        over = true;
-        chunks.length = 0;
-        done(tooLarge(`over ${allowed}`, allowed), undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    payload.on('end', () => {
-      if (!over) done(null, Buffer.concat(chunks, size));
-    });
-    payload.on('error', (err: Error) => {
-      if (!over) done(err, undefined);
-    });
-  });
+  // Both parsers count the body as it arrives: a chunked upload (no Content-Length) meets the same limit.
+  fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+    collectBody(req, payload, limit, (body) => done(null, body), done),
+  );
   fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: limit }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, {});
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      const e = Object.assign(new Error(`malformed JSON: ${(err as Error).message}`), { statusCode: 400 });
-      done(e, undefined);
+  fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+    collectBody(req, payload, limit, (body) => {
+      const text = body.toString('utf8');
+      if (text.trim() === '') return done(null, {});
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        return done(Object.assign(new Error(`malformed JSON: ${(err as Error).message}`), { statusCode: 400 }), undefined);
+      }
+      done(null, parsed);
+    }, done),
+  );
+}
+
+type Done = (err: Error | null, body?: unknown) => void;
+
+/**
+ * Reads a body up to the limit the onRequest hook decided for the request. Past it the 413 goes
+ * out at once and the rest is read and dropped (see LINGER_BYTES), then the socket is closed.
+ */
+function collectBody(req: FastifyRequest, payload: NodeJS.ReadableStream, limit: number, finish: (body: Buffer) => void, fail: Done): void {
+  const allowed = (req as unknown as Record<symbol, number>)[ALLOWED] ?? limit;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  payload.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (over) {
+      if (size - allowed > LINGER_BYTES) req.raw.socket?.destroy();
+      return;
     }
+    if (size > allowed) {
+      over = true;
+      chunks.length = 0;
+      fail(tooLarge(`over ${allowed}`, allowed), undefined);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  payload.on('end', () => {
+    if (!over) finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+  });
+  payload.on('error', (err: Error) => {
+    if (!over) fail(err, undefined);
   });
 }
