@@ -6,7 +6,7 @@
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
 //                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
-//                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--no-interleave] [--keep-alive] [--cache-prompt]
+//                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--decode-samples 3] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
 // No dependencies beyond Node 20.
@@ -55,6 +55,7 @@ function parseArgs(argv) {
     warmupS: 20,
     interleave: true,
     ttftSamples: 100,
+    decodeSamples: 3,
     keepAlive: false,
     cachePrompt: false,
   };
@@ -82,6 +83,7 @@ function parseArgs(argv) {
     else if (a === '--warmup-s') o.warmupS = Number(next());
     else if (a === '--no-interleave') o.interleave = false;
     else if (a === '--ttft-samples') o.ttftSamples = Math.max(1, Number(next()));
+    else if (a === '--decode-samples') o.decodeSamples = Math.max(1, Number(next()));
     else if (a === '--keep-alive') o.keepAlive = true;
     else if (a === '--cache-prompt') o.cachePrompt = true;
     else if (a === '-h' || a === '--help') {
@@ -156,7 +158,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, decodeSamples: opts.decodeSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

@@ -93,8 +93,8 @@ export async function measureServer(client, port, cfg, opts, calib, reps, raw) {
       // svc reports its own share: admission to first token (svc_prefill_ms); the rest is HTTP and the request pipeline.
       raw.ttft.push({ promptTokens: r.promptTokens, ttftMs: r.tFirst, serverPrefillMs: r.usage?.svc_prefill_ms ?? r.serverTimings?.prompt_ms ?? null });
     }
-    // 3. single-stream decode: tokens after the first / time from first to last token
-    {
+    // 3. single-stream decode, --decode-samples times: tokens after the first / time from first to last token
+    for (let k = 0; k < opts.decodeSamples; k++) {
       const before = await serverStats(port);
       const r = await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, decodeN), timeoutMs);
       const after = await serverStats(port);
