@@ -7,7 +7,7 @@ export interface RouteLimit {
   limit(url: URL): number;
 }
 
-/** Binary bodies (snapshots, exports) are parsed up to this; each route checks its own limit first. */
+/** Fastify's own limit, left out of the way: both parsers count the body against the request's limit themselves. */
 const BINARY_MAX = 2 ** 31 - 1;
 /** The limit the onRequest hook decided for this request, for bodies without a declared length. */
 const ALLOWED = Symbol('svc.bodyLimit');
