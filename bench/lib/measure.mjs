@@ -62,8 +62,9 @@ export async function measureServer(client, port, cfg, opts, calib, reps, raw) {
   // --warmup times or for --warmup-s seconds, whichever ends first (V8 compiles a
   // function to optimized code only after it ran many times, and on svc's request
   // path it goes on marking functions for ~2000 requests), so a JIT-compiled server
-  // is measured warm, as one that has been serving is, like a native one. The time cap keeps a slow
-  // model's warm-up short: there a request's JS is a small part of its time.
+  // is measured warm, as one that has been serving is, like a native one. The time
+  // cap keeps a slow model's warm-up short: there a request's JS is a small part of
+  // its time.
   await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 8), timeoutMs);
   const warmEnd = performance.now() + opts.warmupS * 1000;
   for (let i = 0; i < opts.warmup && performance.now() < warmEnd; i++) await streamCompletion(port, completionBody(tag() + SHORT_PROMPT, 1), timeoutMs);
