@@ -5,7 +5,7 @@
 //
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
-//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--ctx 8192] [--out FILE] [--no-write]
+//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--llama-huge-pages] [--ctx 8192] [--out FILE] [--no-write]
 //                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--decode-samples 3] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.mjs';
 import { llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
-import { peakRssMiB, serverArgv, startServer, stopServer } from './lib/servers.mjs';
+import { peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
 import { createClient } from './lib/client.mjs';
 import { measureServer, summarize } from './lib/measure.mjs';
 import { printTable, summaryLine } from './lib/report.mjs';
@@ -46,6 +46,7 @@ function parseArgs(argv) {
     svcCmd: DEFAULT_SVC_CMD,
     llamaServer: null,
     llamaExtra: '',
+    llamaHugePages: false,
     out: null,
     write: true,
     timeoutS: 600,
@@ -74,6 +75,7 @@ function parseArgs(argv) {
     else if (a === '--svc-cmd') o.svcCmd = next();
     else if (a === '--llama-server') o.llamaServer = next();
     else if (a === '--llama-extra') o.llamaExtra = next();
+    else if (a === '--llama-huge-pages') o.llamaHugePages = true;
     else if (a === '--out') o.out = next();
     else if (a === '--no-write') o.write = false;
     else if (a === '--timeout') o.timeoutS = Number(next());
@@ -125,11 +127,12 @@ async function main() {
       const argv = serverArgv(s, modelPath, port, opts);
       console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${argv.join(' ')}`);
       const srv = await startServer({
-        name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'],
+        name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'], env: serverEnv(s, opts),
         logFile: path.join(logDir, `${m}-${s}${r === null ? '' : `-${r + 1}`}.log`), timeoutS: opts.timeoutS,
       });
       try {
-        started[s] = { command: argv.join(' '), startup_s: srv.startS };
+        const envText = Object.entries(serverEnv(s, opts)).map(([k, v]) => `${k}=${v} `).join('');
+        started[s] = { command: envText + argv.join(' '), startup_s: srv.startS };
         await measureServer(client, port, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
         raws[s].peakRssMiB.push(peakRssMiB(srv));
       } finally {

@@ -38,17 +38,28 @@ export function serverArgv(kind, modelPath, port, opts) {
     const bin = opts.llamaServer || refBin('llama-server');
     if (!fs.existsSync(bin)) throw new Error(`llama-server not found at ${bin}; run node bench/build-reference.mjs (or pass --llama-server)`);
     return [bin, '-m', modelPath, '--host', HOST, '--port', String(port), '-np', String(opts.parallel),
-      '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui', ...splitCmd(opts.llamaExtra)];
+      '-t', String(opts.threads), '-tb', String(opts.threads), '-c', String(opts.ctx), '--no-webui',
+      ...(opts.llamaHugePages ? ['--no-mmap'] : []), ...splitCmd(opts.llamaExtra)];
   }
   // slot_ctx: positions per request, llama-server's per-slot share of -c (svc's -ctx-size is per request)
   const sub = { model: modelPath, host: HOST, port: String(port), threads: String(opts.threads), parallel: String(opts.parallel), ctx: String(opts.ctx), slot_ctx: String(Math.floor(opts.ctx / opts.parallel)) };
   return splitCmd(opts.svcCmd).map((t) => t.replace(/\{(\w+)\}/g, (m, k) => (k in sub ? sub[k] : m)));
 }
 
-export async function startServer({ name, argv, port, healthPaths, logFile, timeoutS }) {
+/**
+ * Environment additions for `kind`. --llama-huge-pages gives llama-server what svc's
+ * -huge-pages does by default on a CPU (weights read, not mapped, onto 2 MiB pages):
+ * --no-mmap above, and glibc advising every large allocation onto huge pages.
+ */
+export function serverEnv(kind, opts) {
+  return kind === 'llama' && opts.llamaHugePages ? { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' } : {};
+}
+
+export async function startServer({ name, argv, port, healthPaths, logFile, timeoutS, env = {} }) {
   const log = fs.openSync(logFile, 'w');
-  fs.writeSync(log, `$ ${argv.join(' ')}\n`);
-  const child = spawn(argv[0], argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', log, log] });
+  const envText = Object.entries(env).map(([k, v]) => `${k}=${v} `).join('');
+  fs.writeSync(log, `$ ${envText}${argv.join(' ')}\n`);
+  const child = spawn(argv[0], argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', log, log], env: { ...process.env, ...env } });
   fs.closeSync(log);
   let exited = null;
   child.on('exit', (code, sig) => { exited = { code, sig }; });

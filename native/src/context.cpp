@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include "hugepages.h"
 #include "model.h"
 #include "sampler.h"
 #include "svc.h"
@@ -13,17 +14,22 @@
 namespace {
 class CreateContextWorker : public PromiseWorker {
  public:
-  CreateContextWorker(Napi::Env env, std::shared_ptr<ModelState> model, llama_context_params p)
-      : PromiseWorker(env, "svc_engine.createContext"), model_(std::move(model)), p_(p) {}
+  CreateContextWorker(Napi::Env env, std::shared_ptr<ModelState> model, llama_context_params p, bool hugePages)
+      : PromiseWorker(env, "svc_engine.createContext"), model_(std::move(model)), p_(p), hugePages_(hugePages) {}
 
   void Execute() override {
     auto st = std::make_shared<ContextState>();
     st->model = model_;
+    std::vector<MapRegion> before;
+    if (hugePages_) before = readSelfMaps();
     LogCapture cap;
     st->ctx = llama_init_from_model(model_->model, p_);
     if (!st->ctx) {
       throw std::runtime_error("failed to create context" + (cap.text().empty() ? "" : ": " + cap.text()));
     }
+    // The KV cache and compute buffers are cleared as they are created: already
+    // faulted in on small pages, so they are collapsed rather than only advised.
+    if (hugePages_) st->hugePages = adviseNewMappings(before, 4u << 20, true);
     st->nCtx = (int32_t) llama_n_ctx(st->ctx);
     st->nBatch = (int32_t) llama_n_batch(st->ctx);
     st->nSeqMax = (int32_t) llama_n_seq_max(st->ctx);
@@ -52,6 +58,7 @@ class CreateContextWorker : public PromiseWorker {
  private:
   std::shared_ptr<ModelState> model_;
   llama_context_params p_;
+  bool hugePages_;
   std::shared_ptr<ContextState> st_;
 };
 }  // namespace
@@ -80,7 +87,7 @@ Napi::Value createContext(const Napi::CallbackInfo & info, const std::shared_ptr
   else throwType(env, "createContext: flashAttn must be 'auto', 'on' or 'off'");
   p.kv_unified = true;  // nCtx is the total cell budget shared by all sequences
   p.no_perf = true;
-  auto * w = new CreateContextWorker(env, model, p);
+  auto * w = new CreateContextWorker(env, model, p, optBool(o, "hugePages", false));
   auto promise = w->Promise();
   w->Queue();
   return promise;
@@ -115,6 +122,7 @@ Context::Context(const Napi::CallbackInfo & info) : Napi::ObjectWrap<Context>(in
   self.DefineProperty(Napi::PropertyDescriptor::Value("nCtx", Napi::Number::New(env, st_->nCtx), napi_enumerable));
   self.DefineProperty(Napi::PropertyDescriptor::Value("nSeqMax", Napi::Number::New(env, st_->nSeqMax), napi_enumerable));
   self.DefineProperty(Napi::PropertyDescriptor::Value("nBatch", Napi::Number::New(env, st_->nBatch), napi_enumerable));
+  self.DefineProperty(Napi::PropertyDescriptor::Value("hugePages", hugePageInfo(env, st_->hugePages), napi_enumerable));
 }
 
 std::shared_ptr<ContextState> Context::state(Napi::Env env, bool idle) const {

@@ -6,6 +6,7 @@
 
 #include "engine_thread.h"
 #include "ggml-cpu.h"
+#include "hugepages.h"
 #include "llama.h"
 
 #include <atomic>
@@ -25,6 +26,7 @@ struct ContextState {
   // Set from JS (new work, a cancel) to end a chained step early.
   std::atomic<bool> yield{false};
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
+  HugePageResult hugePages;           // KV cache and compute buffers on 2 MiB pages (hugepages.h)
   // The CPU compute threads, attached as llama-server's common library does (a
   // second pool when n_threads_batch differs). Without OpenMP (the CPU build)
   // they are ggml's own threads, and svc puts them to sleep whenever the engine

@@ -93,6 +93,7 @@ static Napi::Object buildInfo(Napi::Env env, const ModelState & st) {
   info.Set("hasDecoder", llama_model_has_decoder(m));
   info.Set("description", std::string(desc));
   info.Set("metadata", meta);
+  info.Set("hugePages", hugePageInfo(env, st.hugePages));
   return info;
 }
 
@@ -101,12 +102,17 @@ static Napi::Object buildInfo(Napi::Env env, const ModelState & st) {
 namespace {
 class LoadWorker : public PromiseWorker {
  public:
-  LoadWorker(Napi::Env env, std::string path, llama_model_params p)
-      : PromiseWorker(env, "svc_engine.loadModel"), path_(std::move(path)), params_(p) {}
+  LoadWorker(Napi::Env env, std::string path, llama_model_params p, bool hugePages)
+      : PromiseWorker(env, "svc_engine.loadModel"), path_(std::move(path)), params_(p), hugePages_(hugePages) {}
 
   void Execute() override {
     ensureBackend();
     auto st = std::make_shared<ModelState>();
+    if (hugePages_) {
+      before_ = readSelfMaps();
+      params_.progress_callback = &LoadWorker::onProgress;
+      params_.progress_callback_user_data = this;
+    }
     LogCapture cap;  // llama.cpp logs why a load failed; put it in the error
     st->model = llama_model_load_from_file(path_.c_str(), params_);
     if (!st->model) {
@@ -117,6 +123,7 @@ class LoadWorker : public PromiseWorker {
     for (llama_token t = 0, n = llama_vocab_n_tokens(st->vocab); t < n; t++) {
       if (llama_vocab_is_eog(st->vocab, t)) st->eogTokens.push_back(t);
     }
+    st->hugePages = hugePageResult_;
     st_ = std::move(st);
   }
   Napi::Value Result(Napi::Env env) override {
@@ -125,8 +132,23 @@ class LoadWorker : public PromiseWorker {
   }
 
  private:
+  // The loader calls this before reading each tensor: the first call comes after
+  // the weight buffers exist and before any weight is read into them.
+  static bool onProgress(float, void * self) {
+    auto * w = static_cast<LoadWorker *>(self);
+    if (!w->advised_) {
+      w->advised_ = true;
+      w->hugePageResult_ = adviseNewMappings(w->before_, 8u << 20, false);
+    }
+    return true;
+  }
+
   std::string path_;
   llama_model_params params_;
+  bool hugePages_;
+  bool advised_ = false;
+  std::vector<MapRegion> before_;
+  HugePageResult hugePageResult_;
   std::shared_ptr<ModelState> st_;
 };
 }  // namespace
@@ -139,15 +161,19 @@ Napi::Value Model::Load(const Napi::CallbackInfo & info) {
   std::string backend = SVC_BACKEND;
   int def_layers = backend == "cpu" ? 0 : 999;
   int ngl = def_layers;
+  bool hugePages = false;
   if (info.Length() > 1 && info[1].IsObject()) {
     auto o = info[1].As<Napi::Object>();
     ngl = (int) optNumber(o, "nGpuLayers", def_layers);
     if (ngl < 0) ngl = 999;  // -1 = all
     // This llama.cpp has load_mode instead of use_mmap: true = mmap, false = plain reads.
     if (hasOpt(o, "useMmap")) p.load_mode = optBool(o, "useMmap", true) ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    // Huge pages only back anonymous memory: the weights are read, not mapped.
+    hugePages = optBool(o, "hugePages", false);
+    if (hugePages) p.load_mode = LLAMA_LOAD_MODE_NONE;
   }
   p.n_gpu_layers = backend == "cpu" ? 0 : ngl;
-  auto * w = new LoadWorker(env, path, p);
+  auto * w = new LoadWorker(env, path, p, hugePages);
   auto promise = w->Promise();
   w->Queue();
   return promise;

@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include "chat.h"
+#include "hugepages.h"
 #include "llama.h"
 
 #include <map>
@@ -20,6 +21,7 @@ struct ModelState {
   // End-of-generation tokens, found once at load: ignore_eos bans them per request,
   // and scanning a 151k-token vocabulary each time cost ~1 ms of every such request.
   std::vector<llama_token> eogTokens;
+  HugePageResult hugePages;  // what the load put on 2 MiB pages (hugepages.h)
 
   std::mutex tmplMu;                                        // JS thread only today; cheap insurance
   common_chat_templates_ptr tmpls;                          // model's own template (lazy)

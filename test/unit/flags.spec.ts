@@ -26,4 +26,10 @@ describe('Go-style flags', () => {
     expect(() => buildConfig(parseFlags(['-concurrency', '0']).flags)).toThrow(/between 1 and/);
     expect(buildConfig(parseFlags(['-addr', '[::1]:80']).flags)).toMatchObject({ host: '::1', port: 80 });
   });
+  it('takes -huge-pages auto, on or off (also $SVC_HUGE_PAGES)', () => {
+    expect(buildConfig(parseFlags([]).flags).engine.hugePages).toBe('auto');
+    expect(buildConfig(parseFlags(['-huge-pages', 'off']).flags).engine.hugePages).toBe('off');
+    expect(buildConfig(parseFlags([], { SVC_HUGE_PAGES: 'on' }).flags).engine.hugePages).toBe('on');
+    expect(() => buildConfig(parseFlags(['-huge-pages', 'yes']).flags)).toThrow(/-huge-pages must be one of auto, on, off/);
+  });
 });

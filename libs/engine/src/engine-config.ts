@@ -20,6 +20,8 @@ export interface EngineConfig {
   /** KV contexts resident at once; more are spilled to disk. */
   contextSlots: number;
   flashAttn: 'auto' | 'on' | 'off';
+  /** Weights and KV cache on 2 MiB pages (-huge-pages; models/huge-pages.ts). */
+  hugePages: 'auto' | 'on' | 'off';
   /** Bytes resident models may take together (-memory-budget); 0 = total memory minus 2 GiB. */
   memoryBudget: number;
 }
@@ -39,6 +41,7 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     cacheRamMiB: 4096,
     contextSlots: 128,
     flashAttn: 'auto',
+    hugePages: 'auto',
     memoryBudget: 0,
   };
 }

@@ -32,12 +32,27 @@ export interface NativeModelInfo {
   description: string;
   /** Every GGUF metadata key/value as strings (arrays abbreviated by llama.cpp). */
   metadata: Record<string, string>;
+  hugePages: NativeHugePages;
 }
 
 export interface NativeLoadOptions {
   /** Layers to offload to the GPU; ignored by the CPU backend. -1 = all. */
   nGpuLayers?: number;
   useMmap?: boolean;
+  /** Read the weights into anonymous memory advised onto 2 MiB pages (Linux; implies no mmap). */
+  hugePages?: boolean;
+}
+
+/** What a load or context creation put on 2 MiB pages (native/src/hugepages.h). */
+export interface NativeHugePages {
+  /** Bytes advised (MADV_HUGEPAGE) before they were first touched, or collapsed. */
+  advisedBytes: number;
+  /** Bytes moved onto huge pages at once (MADV_COLLAPSE). */
+  collapsedBytes: number;
+  /** The first MADV_HUGEPAGE failure, if any; that memory stays on small pages. */
+  error: string | null;
+  /** The first MADV_COLLAPSE failure (no huge page free then); those blocks stay small for now. */
+  collapseError: string | null;
 }
 
 export interface NativeContextOptions {
@@ -50,6 +65,8 @@ export interface NativeContextOptions {
   nThreadsBatch: number;
   /** 'auto' | 'on' | 'off'; default auto. */
   flashAttn?: 'auto' | 'on' | 'off';
+  /** Move the KV cache and compute buffers onto 2 MiB pages (Linux). */
+  hugePages?: boolean;
 }
 
 export interface NativeToolCall {
@@ -200,6 +217,7 @@ export interface NativeContext {
   readonly nCtx: number;
   readonly nSeqMax: number;
   readonly nBatch: number;
+  readonly hugePages: NativeHugePages;
   createSampler(opts: NativeSamplerOptions): NativeSampler;
   /** Decode one batch and sample the requested entries, all on a worker thread. */
   step(batch: NativeBatch, samples: NativeSampleRequest[], opts?: NativeStepOptions): Promise<NativeStepResult>;
