@@ -11,9 +11,10 @@ describe('-huge-pages policy', () => {
     expect(thpUsable(null)).toBe(false);
   });
 
-  it('auto: models whose weights compute on the CPU and take under half the memory', () => {
+  it('auto: models of 32 MiB or more whose weights compute on the CPU and take under half the memory', () => {
     const base = { mode: 'auto' as const, thpSetting: MADVISE, totalBytes: 16 * GiB };
     expect(useHugePages({ ...base, weightsOnCpu: true, fileBytes: 0.5 * GiB })).toBe(true);
+    expect(useHugePages({ ...base, weightsOnCpu: true, fileBytes: 1.2e6 })).toBe(false);
     expect(useHugePages({ ...base, weightsOnCpu: true, fileBytes: 8 * GiB })).toBe(false);
     expect(useHugePages({ ...base, weightsOnCpu: false, fileBytes: 0.5 * GiB })).toBe(false);
     expect(useHugePages({ ...base, weightsOnCpu: true, fileBytes: 0.5 * GiB, thpSetting: 'always madvise [never]' })).toBe(false);

@@ -205,8 +205,8 @@ export class ModelManager {
       nThreads: c.threads,
       nThreadsBatch: c.threadsBatch,
       flashAttn: c.flashAttn,
-      // Only beside weights big enough to have gone on huge pages: a model that small
-      // has buffers that fit the caches, where 2 MiB pages measured no faster (stories260K).
+      // Only beside weights that went on huge pages (-huge-pages on with a model too
+      // small for them leaves its buffers as they were too).
       hugePages: native.info.hugePages.advisedBytes > 0,
     });
     // JS work beside a running decode is free when the model runs on a GPU or the
