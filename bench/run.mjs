@@ -125,13 +125,13 @@ async function main() {
     for (const [s, r] of runs.flat()) {
       const port = await freePort();
       const argv = serverArgv(s, modelPath, port, opts);
-      console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${argv.join(' ')}`);
+      const envText = Object.entries(serverEnv(s, opts)).map(([k, v]) => `${k}=${v} `).join('');
+      console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${envText}${argv.join(' ')}`);
       const srv = await startServer({
         name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'], env: serverEnv(s, opts),
         logFile: path.join(logDir, `${m}-${s}${r === null ? '' : `-${r + 1}`}.log`), timeoutS: opts.timeoutS,
       });
       try {
-        const envText = Object.entries(serverEnv(s, opts)).map(([k, v]) => `${k}=${v} `).join('');
         started[s] = { command: envText + argv.join(' '), startup_s: srv.startS };
         await measureServer(client, port, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
         raws[s].peakRssMiB.push(peakRssMiB(srv));
