@@ -39,6 +39,7 @@ std::vector<MapRegion> readSelfMaps() {
   return out;
 }
 
+#if defined(__linux__)
 // The parts of [start, end) that no region of `before` covered.
 static std::vector<std::pair<uintptr_t, uintptr_t>> uncovered(uintptr_t start, uintptr_t end,
                                                              const std::vector<MapRegion> & before) {
@@ -54,6 +55,7 @@ static std::vector<std::pair<uintptr_t, uintptr_t>> uncovered(uintptr_t start, u
   if (at < end) out.emplace_back(at, end);
   return out;
 }
+#endif
 
 HugePageResult adviseNewMappings(const std::vector<MapRegion> & before, size_t minBytes, bool collapse) {
   HugePageResult res;
