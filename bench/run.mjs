@@ -5,7 +5,7 @@
 //
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
-//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--llama-huge-pages] [--ctx 8192] [--out FILE] [--no-write]
+//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--llama-huge-pages] [--no-drop-caches] [--ctx 8192] [--out FILE] [--no-write]
 //                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--decode-samples 3] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.mjs';
 import { llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
-import { peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
+import { dropPageCache, hugePagesMiB, peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
 import { createClient } from './lib/client.mjs';
 import { measureServer, summarize } from './lib/measure.mjs';
 import { printTable, summaryLine } from './lib/report.mjs';
@@ -47,6 +47,7 @@ function parseArgs(argv) {
     llamaServer: null,
     llamaExtra: '',
     llamaHugePages: false,
+    dropCaches: true,
     out: null,
     write: true,
     timeoutS: 600,
@@ -76,6 +77,7 @@ function parseArgs(argv) {
     else if (a === '--llama-server') o.llamaServer = next();
     else if (a === '--llama-extra') o.llamaExtra = next();
     else if (a === '--llama-huge-pages') o.llamaHugePages = true;
+    else if (a === '--no-drop-caches') o.dropCaches = false;
     else if (a === '--out') o.out = next();
     else if (a === '--no-write') o.write = false;
     else if (a === '--timeout') o.timeoutS = Number(next());
@@ -119,12 +121,18 @@ async function main() {
     // Interleaved (default): each repetition starts each server afresh, in
     // alternating order, so a machine whose speed drifts (shared or virtual CPUs)
     // skews both alike; --no-interleave measures all repetitions in one run each.
-    const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [], peakRssMiB: [] }]));
+    const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [], peakRssMiB: [], hugePagesMiB: [] }]));
     const runs = opts.interleave ? Array.from({ length: opts.reps }, (_, r) => (r % 2 ? [...servers].reverse() : servers).map((s) => [s, r])) : servers.map((s) => [[s, null]]);
     const started = {};
+    let warnedCache = false;
     for (const [s, r] of runs.flat()) {
       const port = await freePort();
       const argv = serverArgv(s, modelPath, port, opts);
+      // Each server starts from a cold page cache where the machine allows it (see dropPageCache).
+      if (opts.dropCaches && !dropPageCache() && !warnedCache) {
+        warnedCache = true;
+        console.error('warning: cannot drop the page cache (not root?): a mapped model runs at a speed that depends on how the file was last read');
+      }
       const envText = Object.entries(serverEnv(s, opts)).map(([k, v]) => `${k}=${v} `).join('');
       console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${envText}${argv.join(' ')}`);
       const srv = await startServer({
@@ -135,6 +143,7 @@ async function main() {
         started[s] = { command: envText + argv.join(' '), startup_s: srv.startS };
         await measureServer(client, port, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
         raws[s].peakRssMiB.push(peakRssMiB(srv));
+        raws[s].hugePagesMiB.push(hugePagesMiB(srv));
       } finally {
         await stopServer(srv);
       }
@@ -161,7 +170,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, decodeSamples: opts.decodeSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, decodeSamples: opts.decodeSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, dropCaches: opts.dropCaches, llamaHugePages: opts.llamaHugePages, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

@@ -137,6 +137,8 @@ export function summarize(raw, opts) {
     [`agg${opts.parallel}_tps`]: median(raw.concurrent.map((x) => x.tps)),
     // the server process's peak resident memory over a whole repetition (weights, KV cache, runtime)
     peak_rss_mib: median(raw.peakRssMiB),
+    // of which on 2 MiB pages at the end (hugePagesMiB in servers.mjs): decode speed follows it
+    huge_pages_mib: median(raw.hugePagesMiB),
     // [min, max] over the repetitions, to show how noisy the machine was
     spread: {
       prefill_tps: range(raw.prefill.map((x) => x.tps)),

@@ -6,7 +6,7 @@ export function fmt(x, d = 1) {
 
 /** One server's medians for one model, as printed (to stderr) after its runs. */
 export function summaryLine(model, server, r, parallel) {
-  return `[${model}] ${server}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms (engine ${fmt(r.ttft_engine_ms, 2)}, rest ${fmt(r.ttft_rest_ms, 2)}), agg ${fmt(r[`agg${parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token${r.engine_idle_ms_per_token != null ? `, engine idle ${fmt(r.engine_idle_ms_per_token, 3)} ms/token` : ''}${r.peak_rss_mib != null ? `, peak RSS ${fmt(r.peak_rss_mib, 0)} MiB` : ''}`;
+  return `[${model}] ${server}: prefill ${fmt(r.prefill_tps)} t/s, decode ${fmt(r.decode_tps)} t/s, ttft ${fmt(r.ttft_ms)} ms (engine ${fmt(r.ttft_engine_ms, 2)}, rest ${fmt(r.ttft_rest_ms, 2)}), agg ${fmt(r[`agg${parallel}_tps`])} t/s, engine ${fmt(r.engine_ms_per_token, 3)} ms/token${r.engine_idle_ms_per_token != null ? `, engine idle ${fmt(r.engine_idle_ms_per_token, 3)} ms/token` : ''}${r.peak_rss_mib != null ? `, peak RSS ${fmt(r.peak_rss_mib, 0)} MiB` : ''}${r.huge_pages_mib != null ? ` (${fmt(r.huge_pages_mib, 0)} MiB on huge pages)` : ''}`;
 }
 
 export function printTable(results, servers, parallel) {
@@ -17,6 +17,7 @@ export function printTable(results, servers, parallel) {
     ['TTFT ms (short)', 'ttft_ms', 1, 'lower'],
     [`${parallel}-stream agg t/s`, aggKey, 1, 'higher'],
     ['peak RSS MiB', 'peak_rss_mib', 0, 'lower'],
+    ['on 2 MiB pages MiB', 'huge_pages_mib', 0, 'info'],
   ];
   const rows = [['model', 'metric', ...servers.map((s) => (s === 'llama' ? 'llama-server' : 'svc')), ...(servers.length === 2 ? ['svc/llama'] : [])]];
   for (const [model, r] of Object.entries(results)) {

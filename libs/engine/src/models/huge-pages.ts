@@ -5,16 +5,18 @@ import { NativeHugePages } from '../backend/native-addon';
 /**
  * Whether a model's weights and KV cache go on 2 MiB pages (-huge-pages).
  *
- * Decoding a token reads every weight once. Mapped from the GGUF file the weights sit
- * on 4 KiB pages (or on whatever large folios the page cache happens to hold: 40 % of
- * the 0.5B benchmark model on the build machine, a share that changes between
- * processes), and the walk misses the TLB on most of them. Read into anonymous memory
- * advised onto huge pages, the 0.5B model decoded at 22.1 ms per token against 24.0
- * (six paired server starts on the 2-vCPU build machine, faster in all six, and
- * steadier: 21.9–22.4 against 22.6–25.6 ms; bench/RESULTS.md, session 13). The cost:
- * the weights are read at load instead of paged in on use, and the kernel can no
- * longer drop them under memory pressure and read them back from the file, so `auto`
- * keeps mapping models that take half the memory or more.
+ * Decoding a token reads every weight once, and on 4 KiB pages that walk misses the
+ * TLB on most of them. Mapped from the GGUF file, the weights get whatever folios the
+ * page cache holds: read cold through the mapping, 436 of the 0.5B benchmark model's
+ * ~510 MiB came back in 2 MiB folios and mapped huge; after the file had been read
+ * with read() (copied, pulled, hashed), none. So a mapped model's decode speed
+ * depends on how its file was last read: for the 0.5B model on the 2-vCPU build
+ * machine ~22 ms per token cold, 24–27 ms otherwise. Read into anonymous memory
+ * advised onto huge pages it is ~22 ms whatever the page cache holds (six paired
+ * server starts: 22.1 against 24.0 ms mapped, faster in all six; bench/RESULTS.md,
+ * session 13). The cost: the weights are read at load instead of paged in on use, and
+ * the kernel can no longer drop them under memory pressure and read them back from
+ * the file, so `auto` keeps mapping models that take half the memory or more.
  */
 export type HugePagesMode = 'auto' | 'on' | 'off';
 
