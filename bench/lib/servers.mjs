@@ -91,7 +91,6 @@ export async function stopServer(srv) {
   clearTimeout(t);
 }
 
-/** A running server's peak resident memory so far, MiB (Linux: VmHWM in /proc; null elsewhere). */
 /**
  * MiB of the server's memory on 2 MiB pages at the end of a repetition: anonymous
  * (svc's weights with -huge-pages, llama-server's with --llama-huge-pages) plus file
@@ -125,6 +124,7 @@ export function dropPageCache() {
   }
 }
 
+/** A running server's peak resident memory so far, MiB (Linux: VmHWM in /proc; null elsewhere). */
 export function peakRssMiB(srv) {
   try {
     const m = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${srv.child.pid}/status`, 'utf8'));
