@@ -13,13 +13,17 @@ import { RunningServer, startServer } from './helpers/server';
  * /proc/<pid>/smaps_rollup; it needs transparent huge pages set to always or madvise,
  * which the assertions on AnonHugePages follow.
  */
-const thp = (() => {
+const thpSetting = (() => {
   try {
-    return thpUsable(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'));
+    return readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8');
   } catch {
-    return false;
+    return null;
   }
 })();
+const thp = thpUsable(thpSetting);
+// Under "always" the kernel backs any large anonymous memory with huge pages unasked, so
+// what stays on small pages without the advice is only checked under "madvise".
+const thpOnlyAdvised = thp && /\[madvise\]/.test(thpSetting!);
 
 function anonHugeBytes(pid: number | 'self'): number {
   const m = /AnonHugePages:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
@@ -87,7 +91,7 @@ describe('huge pages (synthetic qwen2-tiny)', () => {
       expect(huge.kv.advisedBytes).toBeGreaterThan(0);
       if (thp) {
         expect(huge.gained).toBeGreaterThan(huge.weights.advisedBytes * 0.5);
-        expect(mapped.gained).toBeLessThan(huge.weights.advisedBytes * 0.5);
+        if (thpOnlyAdvised) expect(mapped.gained).toBeLessThan(huge.weights.advisedBytes * 0.5);
       }
     });
   });
@@ -120,7 +124,7 @@ describe('huge pages (synthetic qwen2-tiny)', () => {
       expect(line).not.toBeNull();
       expect(Number(line![1]) * (1 << 20)).toBeGreaterThan(fileBytes * 0.6);
       expect(anonHugeBytes(auto.proc.pid!)).toBeGreaterThan(fileBytes * 0.5);
-      expect(anonHugeBytes(off.proc.pid!)).toBeLessThan(fileBytes * 0.5);
+      if (thpOnlyAdvised) expect(anonHugeBytes(off.proc.pid!)).toBeLessThan(fileBytes * 0.5);
     }, 120_000);
 
     it('leaves a model too small for it (stories260K) and its buffers on small pages', async () => {
@@ -129,7 +133,7 @@ describe('huge pages (synthetic qwen2-tiny)', () => {
       expect(await complete(srv)).not.toBe('');
       expect(srv.logs()).toMatch(/loaded stories260K/);
       expect(srv.logs()).not.toMatch(/2 MiB pages/);
-      expect(anonHugeBytes(srv.proc.pid!)).toBeLessThan(8 << 20);
+      if (thpOnlyAdvised) expect(anonHugeBytes(srv.proc.pid!)).toBeLessThan(8 << 20);
     }, 60_000);
   });
 });
