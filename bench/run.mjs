@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.mjs';
 import { llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
-import { dropPageCache, hugePagesMiB, peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
+import { commandLine, dropPageCache, hugePagesMiB, peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
 import { createClient } from './lib/client.mjs';
 import { measureServer, summarize } from './lib/measure.mjs';
 import { printTable, summaryLine } from './lib/report.mjs';
@@ -110,6 +110,7 @@ async function main() {
     console.error(`warning: load average ${loadStart[0]} on ${os.cpus().length} CPUs; other processes will skew the figures`);
   }
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+  let cacheDropFailed = false;
   const results = {};
   const calibByModel = {};
   const info = {};
@@ -124,23 +125,22 @@ async function main() {
     const raws = Object.fromEntries(servers.map((s) => [s, { prefill: [], decode: [], ttft: [], concurrent: [], peakRssMiB: [], hugePagesMiB: [] }]));
     const runs = opts.interleave ? Array.from({ length: opts.reps }, (_, r) => (r % 2 ? [...servers].reverse() : servers).map((s) => [s, r])) : servers.map((s) => [[s, null]]);
     const started = {};
-    let warnedCache = false;
     for (const [s, r] of runs.flat()) {
       const port = await freePort();
       const argv = serverArgv(s, modelPath, port, opts);
+      const env = serverEnv(s, opts);
       // Each server starts from a cold page cache where the machine allows it (see dropPageCache).
-      if (opts.dropCaches && !dropPageCache() && !warnedCache) {
-        warnedCache = true;
+      if (opts.dropCaches && !dropPageCache() && !cacheDropFailed) {
+        cacheDropFailed = true;
         console.error('warning: cannot drop the page cache (not root?): a mapped model runs at a speed that depends on how the file was last read');
       }
-      const envText = Object.entries(serverEnv(s, opts)).map(([k, v]) => `${k}=${v} `).join('');
-      console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${envText}${argv.join(' ')}`);
+      console.error(`[${m}] starting ${s}${r === null ? '' : ` (rep ${r + 1}/${opts.reps})`}: ${commandLine(argv, env)}`);
       const srv = await startServer({
-        name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'], env: serverEnv(s, opts),
+        name: s, argv, port, healthPaths: s === 'llama' ? ['/health'] : ['/healthz', '/health'], env,
         logFile: path.join(logDir, `${m}-${s}${r === null ? '' : `-${r + 1}`}.log`), timeoutS: opts.timeoutS,
       });
       try {
-        started[s] = { command: envText + argv.join(' '), startup_s: srv.startS };
+        started[s] = { command: commandLine(argv, env), startup_s: srv.startS };
         await measureServer(client, port, cfg, opts, calibByModel[m], r === null ? opts.reps : 1, raws[s]);
         raws[s].peakRssMiB.push(peakRssMiB(srv));
         raws[s].hugePagesMiB.push(hugePagesMiB(srv));
@@ -170,7 +170,7 @@ async function main() {
     host: { cpus: os.cpus().length, cpu: cpuModel, loadavgAtStart: loadStart, loadavgAtEnd: os.loadavg().map((x) => +x.toFixed(2)), totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${os.platform()} ${os.release()}`, node: process.version },
     llamaCommit: llamaCommit(),
     llamaTargets: (() => { try { return refTargets(); } catch { return null; } })(),
-    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, decodeSamples: opts.decodeSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, dropCaches: opts.dropCaches, llamaHugePages: opts.llamaHugePages, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
+    config: { threads: opts.threads, reps: opts.reps, interleave: opts.interleave, warmup: opts.warmup, warmupS: opts.warmupS, ttftSamples: opts.ttftSamples, decodeSamples: opts.decodeSamples, keepAlive: opts.keepAlive, cachePrompt: opts.cachePrompt, dropCaches: opts.dropCaches && !cacheDropFailed, llamaHugePages: opts.llamaHugePages, parallel: opts.parallel, ctx: opts.ctx, svcCmd: opts.svcCmd, servers, models: opts.models, prompts: info },
     targets: { decode_tps: '>= 1.0x', [`agg${opts.parallel}_tps`]: '>= 1.0x', ttft_ms: '<= 1.05x' },
     results,
     logs: logDir,

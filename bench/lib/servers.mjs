@@ -55,10 +55,14 @@ export function serverEnv(kind, opts) {
   return kind === 'llama' && opts.llamaHugePages ? { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' } : {};
 }
 
+/** The command as a shell would read it: environment additions, then argv. */
+export function commandLine(argv, env = {}) {
+  return [...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv].join(' ');
+}
+
 export async function startServer({ name, argv, port, healthPaths, logFile, timeoutS, env = {} }) {
   const log = fs.openSync(logFile, 'w');
-  const envText = Object.entries(env).map(([k, v]) => `${k}=${v} `).join('');
-  fs.writeSync(log, `$ ${envText}${argv.join(' ')}\n`);
+  fs.writeSync(log, `$ ${commandLine(argv, env)}\n`);
   const child = spawn(argv[0], argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', log, log], env: { ...process.env, ...env } });
   fs.closeSync(log);
   let exited = null;
