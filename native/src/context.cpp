@@ -14,8 +14,10 @@
 namespace {
 class CreateContextWorker : public PromiseWorker {
  public:
-  CreateContextWorker(Napi::Env env, std::shared_ptr<ModelState> model, llama_context_params p, bool hugePages)
-      : PromiseWorker(env, "svc_engine.createContext"), model_(std::move(model)), p_(p), hugePages_(hugePages) {}
+  CreateContextWorker(Napi::Env env, std::shared_ptr<ModelState> model, llama_context_params p, bool hugePages,
+                      bool backendSampling)
+      : PromiseWorker(env, "svc_engine.createContext"), model_(std::move(model)), p_(p), hugePages_(hugePages),
+        backendSampling_(backendSampling) {}
 
   void Execute() override {
     auto st = std::make_shared<ContextState>();
@@ -35,6 +37,8 @@ class CreateContextWorker : public PromiseWorker {
     st->nSeqMax = (int32_t) llama_n_seq_max(st->ctx);
     st->nVocab = llama_vocab_n_tokens(model_->vocab);
     st->batch = llama_batch_init(st->nBatch, 0, 1);
+    st->backendSampling = backendSampling_;
+    st->seqSamplers.resize(st->nSeqMax);
     // Created paused: the threads sleep until the first graph.
     auto pausedPool = [](int32_t n) {
       auto tpp = ggml_threadpool_params_default(n);
@@ -58,7 +62,7 @@ class CreateContextWorker : public PromiseWorker {
  private:
   std::shared_ptr<ModelState> model_;
   llama_context_params p_;
-  bool hugePages_;
+  bool hugePages_, backendSampling_;
   std::shared_ptr<ContextState> st_;
 };
 }  // namespace
@@ -87,7 +91,7 @@ Napi::Value createContext(const Napi::CallbackInfo & info, const std::shared_ptr
   else throwType(env, "createContext: flashAttn must be 'auto', 'on' or 'off'");
   p.kv_unified = true;  // nCtx is the total cell budget shared by all sequences
   p.no_perf = true;
-  auto * w = new CreateContextWorker(env, model, p, optBool(o, "hugePages", false));
+  auto * w = new CreateContextWorker(env, model, p, optBool(o, "hugePages", false), optBool(o, "backendSampling", false));
   auto promise = w->Promise();
   w->Queue();
   return promise;
@@ -123,6 +127,7 @@ Context::Context(const Napi::CallbackInfo & info) : Napi::ObjectWrap<Context>(in
   self.DefineProperty(Napi::PropertyDescriptor::Value("nSeqMax", Napi::Number::New(env, st_->nSeqMax), napi_enumerable));
   self.DefineProperty(Napi::PropertyDescriptor::Value("nBatch", Napi::Number::New(env, st_->nBatch), napi_enumerable));
   self.DefineProperty(Napi::PropertyDescriptor::Value("hugePages", hugePageInfo(env, st_->hugePages), napi_enumerable));
+  self.DefineProperty(Napi::PropertyDescriptor::Value("backendSampling", Napi::Boolean::New(env, st_->backendSampling), napi_enumerable));
 }
 
 std::shared_ptr<ContextState> Context::state(Napi::Env env, bool idle) const {
@@ -133,7 +138,8 @@ std::shared_ptr<ContextState> Context::state(Napi::Env env, bool idle) const {
 
 Napi::Value Context::CreateSampler(const Napi::CallbackInfo & info) {
   auto st = state(info.Env(), false);
-  return createSampler(info.Env(), st->model, info.Length() > 0 ? info[0] : info.Env().Undefined(), st->nCtx);
+  return createSampler(info.Env(), st->model, info.Length() > 0 ? info[0] : info.Env().Undefined(), st->nCtx,
+                       st->backendSampling);
 }
 
 Napi::Value Context::RequestYield(const Napi::CallbackInfo & info) {

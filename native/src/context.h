@@ -11,9 +11,22 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 struct ModelState;
+struct common_sampler;
+void freeCommonSampler(common_sampler * s);  // sampler.cpp
+
+// Backend sampling: the clone of a request's sampler whose chain runs in the
+// compute graph for one sequence (llama_set_sampler). A chain set up for the graph
+// skips those samplers when applied on the CPU, so a clone is bound for life: a
+// sequence that changes hands, or wants raw logits, drops it for a fresh one.
+struct SeqSampler {
+  uint64_t owner = 0, version = 0;  // the SamplerState it mirrors (id, version)
+  std::string config;               // its chain's configuration (SamplerState::config)
+  common_sampler * clone = nullptr;
+};
 
 struct ContextState {
   std::shared_ptr<ModelState> model;  // keeps the llama_model alive
@@ -27,6 +40,8 @@ struct ContextState {
   std::atomic<bool> yield{false};
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
   HugePageResult hugePages;           // KV cache and compute buffers on 2 MiB pages (hugepages.h)
+  bool backendSampling = false;       // samplers of this context may run in the compute graph
+  std::vector<SeqSampler> seqSamplers;  // per sequence id; engine thread only
   // The CPU compute threads, attached as llama-server's common library does (a
   // second pool when n_threads_batch differs). Without OpenMP (the CPU build)
   // they are ggml's own threads, and svc puts them to sleep whenever the engine
@@ -41,6 +56,7 @@ struct ContextState {
     thread.reset();  // joins: nothing may run on ctx past this point
     if (batch.token) llama_batch_free(batch);
     if (ctx) llama_free(ctx);
+    for (auto & s : seqSamplers) freeCommonSampler(s.clone);  // after the context that used them
     if (poolBatch) ggml_threadpool_free(poolBatch);
     if (pool) ggml_threadpool_free(pool);
   }

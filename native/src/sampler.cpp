@@ -43,7 +43,8 @@ static void applyChat(common_params_sampling & sp, const ChatPromptState & chat,
   if (sp.grammar_lazy && sp.grammar_triggers.empty()) throw std::runtime_error("no triggers set for lazy grammar");
 }
 
-Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & optsV, int32_t n_ctx) {
+Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & optsV, int32_t n_ctx,
+                          bool backend) {
   Napi::Object o = optsV.IsObject() ? optsV.As<Napi::Object>() : Napi::Object::New(env);
   const llama_vocab * vocab = model->vocab;
   const int32_t n_vocab = llama_vocab_n_tokens(vocab);
@@ -113,6 +114,7 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
     sp.grammar_triggers.clear();
   }
 
+  sp.backend_sampling = backend;  // common_sampler_init turns it off for a grammar
   common_sampler * smpl = nullptr;
   {
     LogCapture cap;  // the grammar parser explains failures via the log
@@ -132,6 +134,11 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   auto st = std::make_shared<SamplerState>();
   st->model = model;
   st->smpl = smpl;
+  st->backend = sp.backend_sampling;
+  st->config = sp.print();
+  for (const auto & b : sp.logit_bias) st->config += "|" + std::to_string(b.token) + ":" + std::to_string(b.bias);
+  static std::atomic<uint64_t> nextId{1};
+  st->id = nextId++;
   auto ext = Napi::External<std::shared_ptr<SamplerState>>::New(env, &st);
   return addonData(env).sampler.New({ext});
 }
@@ -170,6 +177,7 @@ Napi::Value Sampler::AcceptPrompt(const Napi::CallbackInfo & info) {
   }
   // is_generated=false: penalty history only, the grammar is not advanced.
   for (size_t i = 0; i < a.ElementLength(); i++) common_sampler_accept(st->smpl, a[i], false);
+  st->version++;
   return env.Undefined();
 }
 
@@ -184,7 +192,10 @@ void Sampler::Reset(const Napi::CallbackInfo & info) {
   auto st = state(info.Env());
   if (st->inStep) throwError(info.Env(), "sampler is in use by a step() in flight");
   common_sampler_reset(st->smpl);
+  st->version++;
 }
+
+void freeCommonSampler(common_sampler * s) { common_sampler_free(s); }
 
 std::shared_ptr<SamplerState> unwrapSampler(const Napi::Value & v) {
   if (!hasTag(v, kTagSampler)) throwType(v.Env(), "sampler must be a NativeSampler");

@@ -7,13 +7,25 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 
 struct ModelState;
 
 struct SamplerState {
   std::shared_ptr<ModelState> model;  // common_sampler references the vocab
-  common_sampler * smpl = nullptr;
+  common_sampler * smpl = nullptr;    // always sampled on the CPU: never given to llama_set_sampler
   std::atomic<bool> inStep{false};    // a step() worker is using it
+  // Its chain may also run in the compute graph (backend sampling: created by a
+  // context with it on, and no grammar). The context then samples with a clone
+  // bound to the sequence (SeqSampler); id + version tell whether that clone
+  // still mirrors this sampler (every accept and reset makes a new version).
+  bool backend = false;
+  uint64_t id = 0;
+  uint64_t version = 0;
+  // The chain's configuration (every parameter, not its state): a clone bound to a
+  // sequence takes over another sampler's state when their configurations match,
+  // which spares llama.cpp re-planning its graphs (llama_set_sampler).
+  std::string config;
   ~SamplerState() { common_sampler_free(smpl); }
 };
 
@@ -31,5 +43,7 @@ class Sampler : public Napi::ObjectWrap<Sampler> {
 };
 
 // context.createSampler(opts)
-Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & opts, int32_t n_ctx);
+// backend: the context samples in its compute graph where the chain allows (see SamplerState).
+Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & opts, int32_t n_ctx,
+                          bool backend);
 std::shared_ptr<SamplerState> unwrapSampler(const Napi::Value & v);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <unordered_map>
 
 namespace {
 
@@ -22,6 +23,7 @@ struct SampleReq {
   int32_t top;
   int32_t budget;   // tokens this sequence may still take (chained steps stop at 0)
   bool eogStops;    // an end-of-generation token ends the chain
+  common_sampler * graph = nullptr;  // the sequence's clone sampled in the compute graph (bindSamplers)
 };
 
 struct Logprob {
@@ -105,6 +107,7 @@ class StepWorker : public BusyWorker {
   // chain has run maxUs (streams should not arrive in long bursts).
   void Execute() override {
     cs_->resumeCompute(tok_.size() > 1);
+    bindSamplers();
     const int64_t start = ggml_time_us();
     int64_t lastPost = start;
     for (int32_t step = 0; step < maxSteps_; step++) {
@@ -157,8 +160,12 @@ class StepWorker : public BusyWorker {
   void Finally() override {
     if (tokens_) tokens_.Release();
     for (auto & r : reqs_) r.smpl->inStep = false;
-    // Remember which entries have logits, for Context::logits().
+    // Remember which entries have logits, for Context::logits(): not those sampled
+    // in the graph, whose raw logits llama.cpp does not copy out.
     cs_->lastLogits = status_ == 0 ? lg_ : std::vector<uint8_t>();
+    for (auto & r : reqs_) {
+      if (r.graph && (size_t) r.index < cs_->lastLogits.size()) cs_->lastLogits[r.index] = 0;
+    }
     BusyWorker::Finally();
   }
 
@@ -193,6 +200,63 @@ class StepWorker : public BusyWorker {
     return status;
   }
 
+  // Backend sampling: each sequence with logits in this batch gets its request's
+  // sampler into the compute graph, or out of it. In: one logits entry, sampled,
+  // by a chain the graph can run, no top logprobs. Out: anything that wants raw
+  // logits (top logprobs, prompt rows, logits()), or more than one row (llama.cpp
+  // samples a bounded number of rows per sequence). A clone is made only when the
+  // sequence had none or one of another configuration; otherwise the bound clone
+  // takes the request's sampler state over (see SeqSampler).
+  void bindSamplers() {
+    if (!cs_->backendSampling) return;
+    std::vector<SampleReq *> byIndex(tok_.size(), nullptr);
+    for (auto & r : reqs_) byIndex[r.index] = &r;
+    struct Want {
+      int rows = 0;
+      SampleReq * req = nullptr;
+    };
+    std::unordered_map<int32_t, Want> want;
+    for (size_t i = 0; i < tok_.size(); i++) {
+      if (!lg_[i]) continue;
+      Want & w = want[seq_[i]];
+      w.rows++;
+      SampleReq * r = byIndex[i];
+      w.req = r && r->smpl->backend && r->top == 0 ? r : nullptr;
+    }
+    for (auto & [seq, w] : want) {
+      SeqSampler & slot = cs_->seqSamplers[seq];
+      SampleReq * r = w.rows == 1 ? w.req : nullptr;
+      if (!r) {
+        if (slot.clone) {
+          llama_set_sampler(cs_->ctx, seq, nullptr);
+          common_sampler_free(slot.clone);
+          slot = SeqSampler{};
+        }
+        continue;
+      }
+      if (slot.clone && slot.owner == r->smpl->id && slot.version == r->smpl->version) {
+        // Already mirrors it (the request's previous step).
+      } else if (slot.clone && slot.config == r->smpl->config) {
+        // Same chain, another request (or state): take its state over, no new graph.
+        common_sampler_copy(r->smpl->smpl, slot.clone);
+        slot.owner = r->smpl->id;
+        slot.version = r->smpl->version;
+      } else {
+        common_sampler * c = common_sampler_clone(r->smpl->smpl);
+        const bool ok = llama_set_sampler(cs_->ctx, seq, common_sampler_get(c));
+        common_sampler_free(slot.clone);  // replaced (or, when !ok, removed) by the call above
+        slot = SeqSampler{};
+        if (!ok) {
+          common_sampler_free(c);
+          r->smpl->backend = false;  // this chain cannot run in the graph: the CPU samples it from now on
+          continue;
+        }
+        slot = SeqSampler{r->smpl->id, r->smpl->version, r->smpl->config, c};
+      }
+      r->graph = slot.clone;
+    }
+  }
+
   void sampleAll() {
     const int64_t t0 = ggml_time_us();
     for (auto & r : reqs_) {
@@ -201,8 +265,19 @@ class StepWorker : public BusyWorker {
       } else {
         logprobs_.push_back(std::nullopt);
       }
-      llama_token t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+      llama_token t;
+      if (r.graph) {
+        // Sampled in the graph; the request's own sampler follows along (its
+        // penalty history), so a later clone or a CPU fallback starts from here.
+        t = common_sampler_sample(r.graph, cs_->ctx, r.index);
+        common_sampler_accept(r.graph, t, true);
+      } else {
+        t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+      }
       common_sampler_accept(r.smpl->smpl, t, true);
+      // Every accept is a new state: a clone elsewhere that missed it is stale.
+      r.smpl->version++;
+      if (r.graph) cs_->seqSamplers[seq_[r.index]].version = r.smpl->version;
       if (logprobs_.back()) logprobs_.back()->logprob = sampledLogprob(r.index, t);
       out_.push_back(t);
     }

@@ -32,4 +32,10 @@ describe('Go-style flags', () => {
     expect(buildConfig(parseFlags([], { SVC_HUGE_PAGES: 'on' }).flags).engine.hugePages).toBe('on');
     expect(() => buildConfig(parseFlags(['-huge-pages', 'yes']).flags)).toThrow(/-huge-pages must be one of auto, on, off/);
   });
+  it('takes -backend-sampling auto, on or off (also $SVC_BACKEND_SAMPLING)', () => {
+    expect(buildConfig(parseFlags([]).flags).engine.backendSampling).toBe('auto');
+    expect(buildConfig(parseFlags(['-backend-sampling', 'on']).flags).engine.backendSampling).toBe('on');
+    expect(buildConfig(parseFlags([], { SVC_BACKEND_SAMPLING: 'off' }).flags).engine.backendSampling).toBe('off');
+    expect(() => buildConfig(parseFlags(['-backend-sampling', 'gpu']).flags)).toThrow(/-backend-sampling must be one of auto, on, off/);
+  });
 });

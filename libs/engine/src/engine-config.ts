@@ -22,6 +22,8 @@ export interface EngineConfig {
   flashAttn: 'auto' | 'on' | 'off';
   /** Weights and KV cache on 2 MiB pages (-huge-pages; models/huge-pages.ts). */
   hugePages: 'auto' | 'on' | 'off';
+  /** Samplers run in the compute graph (-backend-sampling; models/backend-sampling.ts). */
+  backendSampling: 'auto' | 'on' | 'off';
   /** Bytes resident models may take together (-memory-budget); 0 = total memory minus 2 GiB. */
   memoryBudget: number;
 }
@@ -42,6 +44,7 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     contextSlots: 128,
     flashAttn: 'auto',
     hugePages: 'auto',
+    backendSampling: 'auto',
     memoryBudget: 0,
   };
 }

@@ -70,6 +70,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
   }
   engine.flashAttn = oneOf(f, 'flash-attn', ['auto', 'on', 'off'] as const) ?? 'auto';
   engine.hugePages = oneOf(f, 'huge-pages', ['auto', 'on', 'off'] as const) ?? 'auto';
+  engine.backendSampling = oneOf(f, 'backend-sampling', ['auto', 'on', 'off'] as const) ?? 'auto';
   const backend = oneOf(f, 'backend', ['auto', 'cpu', 'cuda', 'metal'] as const) ?? 'auto';
   const logLevel = oneOf(f, 'log-level', ['error', 'warn', 'log', 'debug'] as const) ?? 'log';
   const profile = oneOf(f, 'profile', ['default', 'enterprise'] as const);

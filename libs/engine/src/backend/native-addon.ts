@@ -67,6 +67,12 @@ export interface NativeContextOptions {
   flashAttn?: 'auto' | 'on' | 'off';
   /** Move the KV cache and compute buffers onto 2 MiB pages (Linux). */
   hugePages?: boolean;
+  /**
+   * Samplers of this context run in the compute graph where their chain allows
+   * (llama.cpp backend sampling; not with a grammar, nor for entries that want
+   * top logprobs or logits()).
+   */
+  backendSampling?: boolean;
 }
 
 export interface NativeToolCall {
@@ -218,6 +224,7 @@ export interface NativeContext {
   readonly nSeqMax: number;
   readonly nBatch: number;
   readonly hugePages: NativeHugePages;
+  readonly backendSampling: boolean;
   createSampler(opts: NativeSamplerOptions): NativeSampler;
   /** Decode one batch and sample the requested entries, all on a worker thread. */
   step(batch: NativeBatch, samples: NativeSampleRequest[], opts?: NativeStepOptions): Promise<NativeStepResult>;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
+import { useBackendSampling } from './backend-sampling';
 import { sha256File } from './file-hash';
 import { hugePagesLine, useHugePages } from './huge-pages';
 import { LoadedModel } from './loaded-model';
@@ -208,6 +209,13 @@ export class ModelManager {
       // Only beside weights that went on huge pages (-huge-pages on with a model too
       // small for them leaves its buffers as they were too).
       hugePages: native.info.hugePages.advisedBytes > 0,
+      backendSampling: useBackendSampling({
+        mode: c.backendSampling,
+        gpuBackend: this.backend.name !== 'cpu',
+        gpuLayers: c.gpuLayers,
+        nLayer: native.info.nLayer,
+        nVocab: native.info.nVocab,
+      }),
     });
     // JS work beside a running decode is free when the model runs on a GPU or the
     // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
@@ -226,7 +234,7 @@ export class ModelManager {
       ...decodeTuning(jsHasACpu),
     });
     const ms = performance.now() - started;
-    this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request`);
+    this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? '; sampling in the compute graph' : ''}`);
     if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) this.log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
     const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', hash.slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
