@@ -36,6 +36,11 @@ export class SamplerPool {
     return sampler;
   }
 
+  /** The options a pooled sampler was made with (a key), undefined for one never reused. */
+  keyOf(sampler: NativeSampler): string | undefined {
+    return this.keys.get(sampler);
+  }
+
   /** Back from a finished request (no step in flight uses it): kept for reuse, or freed. */
   give(sampler: NativeSampler): void {
     // Given twice it would be handed to two requests at once.

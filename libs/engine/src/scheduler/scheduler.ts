@@ -4,6 +4,7 @@ import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { BatchBuilder, nextChain } from './batch-builder';
 import { PrefixCache } from './prefix-cache';
+import { SeqIds } from './seq-ids';
 import { SamplerPool } from './sampler-pool';
 import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
@@ -23,7 +24,7 @@ export class Scheduler {
   readonly stats = new SchedulerStats();
   private readonly queue: Sequence[] = [];
   private readonly active: Sequence[] = [];
-  private readonly freeSeqs: number[] = [];
+  private readonly freeSeqs: SeqIds;
   private readonly cache: PrefixCache;
   private readonly samplers: SamplerPool;
   private readonly kv = new KvLock();
@@ -43,8 +44,7 @@ export class Scheduler {
     this.batches = new BatchBuilder(opts.nBatch, opts.nCtxSeq);
     this.intake = new TokenIntake(this.stats, this.active, opts.nCtxSeq, ctx);
     this.samplers = new SamplerPool((o) => ctx.createSampler(o));
-    const total = ctx.nSeqMax;
-    for (let s = total - 1; s >= 0; s--) this.freeSeqs.push(s);
+    this.freeSeqs = new SeqIds(ctx.nSeqMax);
     this.cache = new PrefixCache(
       ctx,
       { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0, kvOnDevice: opts.kvOnDevice },
@@ -131,7 +131,7 @@ export class Scheduler {
 
   /** Sequence ids not held by running requests or contexts (retained prompts count as free). */
   get availableSeqs(): number {
-    return this.freeSeqs.length + this.cache.residentCount;
+    return this.freeSeqs.size + this.cache.residentCount;
   }
 
   /** Retained prompts: entries, those with cells in the KV cache, bytes in host memory, moves between the two. */
@@ -231,8 +231,11 @@ export class Scheduler {
   private async admit(): Promise<void> {
     while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
       const next = this.queue[0];
-      const seq = next.spec.session ? next.spec.session.seq : this.takeSeqId();
+      // Graph sampling serves top logprobs on the CPU: such a request binds nothing.
+      const config = next.spec.logprobs > 0 ? undefined : this.samplers.keyOf(next.spec.sampler);
+      const seq = next.spec.session ? next.spec.session.seq : this.takeSeqId(config);
       if (seq === undefined) return;
+      this.freeSeqs.ran(seq, config);
       const s = this.queue.shift() as Sequence;
       s.seq = seq;
       s.prefillStart = performance.now();
@@ -274,8 +277,8 @@ export class Scheduler {
     this.stats.cachedPromptTokens += n;
   }
 
-  private takeSeqId(): number | undefined {
-    const id = this.freeSeqs.pop();
+  private takeSeqId(config?: string): number | undefined {
+    const id = this.freeSeqs.take(config);
     if (id !== undefined) return id;
     return this.cache.stealSeq();
   }
@@ -303,7 +306,7 @@ export class Scheduler {
 
   private freeSeq(seq: number): void {
     this.ctx.seqRemove(seq, -1, -1);
-    this.freeSeqs.push(seq);
+    this.freeSeqs.give(seq);
   }
 
   private async step(): Promise<void> {
