@@ -24,12 +24,15 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 # PHASES picks what runs (default: all of them, in this order):
 #   smoke     native/smoke.mjs on the CUDA addon
 #   dialects  bench/cuda/dialects.mjs on the GPU
+#   sampling  bench/sampling.mjs on the GPU: sampling on the CPU against sampling in the graph, engine alone
 #   gpu       benchmark vs llama-server, -ngl 999 (BENCH_ARGS: more options, BENCH_TAG: file-name suffix)
 #   cpu       the same benchmark with no GPU visible (CUDA_VISIBLE_DEVICES=, both on the CPU
 #             code of the same build): a quiet many-core host for CPU figures, CPU_THREADS threads
 #   stream    svc alone on the GPU with streaming chains off (SVC_STREAM_MS=-1, session 3's
 #             chains), to set beside the gpu phase's svc figures (streaming chains on)
 #   repeat    the stories260K GPU benchmark REPEAT more times (the Xid 13 hunt)
+#   variants  one server alone on the GPU with other flags, VARIANT_MODELS (default qwen05b) once
+#             each: LLAMA_VARIANT (more llama-server flags, e.g. -bs), SVC_VARIANT (more svc flags)
 PHASES=${PHASES:-smoke dialects gpu}
 T=${THREADS:-8}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
@@ -40,6 +43,10 @@ fi
 if has dialects; then
   echo "== dialects on the GPU"
   timeout 180 node bench/cuda/dialects.mjs 2>&1 | tee "$OUT/dialects.log"
+fi
+if has sampling; then
+  echo "== sampling on the CPU vs in the graph (engine alone, qwen2-0.5b)"
+  timeout "${SAMPLING_TIMEOUT:-150}" node bench/sampling.mjs --backend cuda --threads "$T" --reps "${REPS:-2}" --out "$OUT/sampling.json" 2>&1 | tee "$OUT/sampling.log" | tail -4
 fi
 if has cpu; then
   echo "== benchmark, CPU only (${CPU_THREADS:-2} threads)"
@@ -68,6 +75,18 @@ if has repeat; then
     echo "rc=$? $(tail -5 "$OUT/repeat-$i.log" | tr '\n' '|')"
   done
   dmesg 2>/dev/null | grep -i xid | tail -5 || true
+fi
+if has variants; then
+  if [ -n "${LLAMA_VARIANT:-}" ]; then
+    echo "== llama-server alone on the GPU with $LLAMA_VARIANT"
+    timeout "${VARIANT_TIMEOUT:-150}" node bench/run.mjs --only llama --models "${VARIANT_MODELS:-qwen05b}" --reps 1 --threads "$T" --out "$OUT/bench-llama-variant.json" ${BENCH_ARGS:-} \
+      --llama-server build/native/cuda/ref/llama-server --llama-extra "-ngl 999 $LLAMA_VARIANT" 2>&1 | tee "$OUT/bench-llama-variant.log" | tail -6
+  fi
+  if [ -n "${SVC_VARIANT:-}" ]; then
+    echo "== svc alone on the GPU with $SVC_VARIANT"
+    timeout "${VARIANT_TIMEOUT:-150}" node bench/run.mjs --only svc --models "${VARIANT_MODELS:-qwen05b}" --reps 1 --threads "$T" --out "$OUT/bench-svc-variant.json" ${BENCH_ARGS:-} \
+      --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda $SVC_VARIANT" 2>&1 | tee "$OUT/bench-svc-variant.log" | tail -6
+  fi
 fi
 # One archive: what comes back from the machine is limited in file count.
 tar -czf "$OUT/server-logs.tgz" /tmp/svc-bench-* 2>/dev/null; du -sh "$OUT"
