@@ -15,9 +15,9 @@ namespace {
 class CreateContextWorker : public PromiseWorker {
  public:
   CreateContextWorker(Napi::Env env, std::shared_ptr<ModelState> model, llama_context_params p, bool hugePages,
-                      bool backendSampling)
+                      bool backendSampling, int32_t graphSamplerSlots)
       : PromiseWorker(env, "svc_engine.createContext"), model_(std::move(model)), p_(p), hugePages_(hugePages),
-        backendSampling_(backendSampling) {}
+        backendSampling_(backendSampling), graphSamplerSlots_(graphSamplerSlots) {}
 
   void Execute() override {
     auto st = std::make_shared<ContextState>();
@@ -39,6 +39,7 @@ class CreateContextWorker : public PromiseWorker {
     st->batch = llama_batch_init(st->nBatch, 0, 1);
     st->backendSampling = backendSampling_;
     st->seqSamplers.resize(st->nSeqMax);
+    st->graphSamplerSlots = graphSamplerSlots_;
     // Created paused: the threads sleep until the first graph.
     auto pausedPool = [](int32_t n) {
       auto tpp = ggml_threadpool_params_default(n);
@@ -63,6 +64,7 @@ class CreateContextWorker : public PromiseWorker {
   std::shared_ptr<ModelState> model_;
   llama_context_params p_;
   bool hugePages_, backendSampling_;
+  int32_t graphSamplerSlots_;
   std::shared_ptr<ContextState> st_;
 };
 }  // namespace
@@ -91,7 +93,10 @@ Napi::Value createContext(const Napi::CallbackInfo & info, const std::shared_ptr
   else throwType(env, "createContext: flashAttn must be 'auto', 'on' or 'off'");
   p.kv_unified = true;  // nCtx is the total cell budget shared by all sequences
   p.no_perf = true;
-  auto * w = new CreateContextWorker(env, model, p, optBool(o, "hugePages", false), optBool(o, "backendSampling", false));
+  const double slots = optNumber(o, "graphSamplerSlots", 32);
+  if (!(slots >= 1 && slots <= 256)) throwRange(env, "createContext: 'graphSamplerSlots' must be 1..256");
+  auto * w = new CreateContextWorker(env, model, p, optBool(o, "hugePages", false), optBool(o, "backendSampling", false),
+                                     (int32_t) slots);
   auto promise = w->Promise();
   w->Queue();
   return promise;

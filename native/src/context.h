@@ -26,6 +26,7 @@ struct SeqSampler {
   uint64_t owner = 0, version = 0;  // the SamplerState it mirrors (id, version)
   std::string config;               // its chain's configuration (SamplerState::config)
   common_sampler * clone = nullptr;
+  uint64_t lastUsed = 0;            // ContextState::graphStep it last sampled at
 };
 
 struct ContextState {
@@ -41,7 +42,10 @@ struct ContextState {
   std::vector<uint8_t> lastLogits;    // logits flags of the last decoded batch (for logits())
   HugePageResult hugePages;           // KV cache and compute buffers on 2 MiB pages (hugepages.h)
   bool backendSampling = false;       // samplers of this context may run in the compute graph
-  std::vector<SeqSampler> seqSamplers;  // per sequence id; engine thread only
+  std::vector<SeqSampler> seqSamplers;  // per sequence id; engine thread only (graph_sampling.cpp)
+  int32_t graphSamplerSlots = 32;     // bound clones at most
+  int32_t boundSamplers = 0;
+  uint64_t graphStep = 0;
   // The CPU compute threads, attached as llama-server's common library does (a
   // second pool when n_threads_batch differs). Without OpenMP (the CPU build)
   // they are ggml's own threads, and svc puts them to sleep whenever the engine

@@ -1,6 +1,7 @@
 // Context::step: decode + sample (chained, optionally streaming) on the
 // context's engine thread while ContextState::busy is held.
 #include "context.h"
+#include "graph_sampling.h"
 #include "model.h"
 #include "sampler.h"
 #include "svc.h"
@@ -13,7 +14,6 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <unordered_map>
 
 namespace {
 
@@ -23,7 +23,7 @@ struct SampleReq {
   int32_t top;
   int32_t budget;   // tokens this sequence may still take (chained steps stop at 0)
   bool eogStops;    // an end-of-generation token ends the chain
-  common_sampler * graph = nullptr;  // the sequence's clone sampled in the compute graph (bindSamplers)
+  common_sampler * graph = nullptr;  // the sequence's clone sampled in the compute graph (graph_sampling.h)
 };
 
 struct Logprob {
@@ -200,61 +200,14 @@ class StepWorker : public BusyWorker {
     return status;
   }
 
-  // Backend sampling: each sequence with logits in this batch gets its request's
-  // sampler into the compute graph, or out of it. In: one logits entry, sampled,
-  // by a chain the graph can run, no top logprobs. Out: anything that wants raw
-  // logits (top logprobs, prompt rows, logits()), or more than one row (llama.cpp
-  // samples a bounded number of rows per sequence). A clone is made only when the
-  // sequence had none or one of another configuration; otherwise the bound clone
-  // takes the request's sampler state over (see SeqSampler).
+  // The sample requests whose sequences sample in the compute graph get their clone.
   void bindSamplers() {
     if (!cs_->backendSampling) return;
-    std::vector<SampleReq *> byIndex(tok_.size(), nullptr);
-    for (auto & r : reqs_) byIndex[r.index] = &r;
-    struct Want {
-      int rows = 0;
-      SampleReq * req = nullptr;
-    };
-    std::unordered_map<int32_t, Want> want;
-    for (size_t i = 0; i < tok_.size(); i++) {
-      if (!lg_[i]) continue;
-      Want & w = want[seq_[i]];
-      w.rows++;
-      SampleReq * r = byIndex[i];
-      w.req = r && r->smpl->backend && r->top == 0 ? r : nullptr;
-    }
-    for (auto & [seq, w] : want) {
-      SeqSampler & slot = cs_->seqSamplers[seq];
-      SampleReq * r = w.rows == 1 ? w.req : nullptr;
-      if (!r) {
-        if (slot.clone) {
-          llama_set_sampler(cs_->ctx, seq, nullptr);
-          common_sampler_free(slot.clone);
-          slot = SeqSampler{};
-        }
-        continue;
-      }
-      if (slot.clone && slot.owner == r->smpl->id && slot.version == r->smpl->version) {
-        // Already mirrors it (the request's previous step).
-      } else if (slot.clone && slot.config == r->smpl->config) {
-        // Same chain, another request (or state): take its state over, no new graph.
-        common_sampler_copy(r->smpl->smpl, slot.clone);
-        slot.owner = r->smpl->id;
-        slot.version = r->smpl->version;
-      } else {
-        common_sampler * c = common_sampler_clone(r->smpl->smpl);
-        const bool ok = llama_set_sampler(cs_->ctx, seq, common_sampler_get(c));
-        common_sampler_free(slot.clone);  // replaced (or, when !ok, removed) by the call above
-        slot = SeqSampler{};
-        if (!ok) {
-          common_sampler_free(c);
-          r->smpl->backend = false;  // this chain cannot run in the graph: the CPU samples it from now on
-          continue;
-        }
-        slot = SeqSampler{r->smpl->id, r->smpl->version, r->smpl->config, c};
-      }
-      r->graph = slot.clone;
-    }
+    std::vector<GraphSample> g;
+    g.reserve(reqs_.size());
+    for (auto & r : reqs_) g.push_back({r.index, r.smpl.get(), r.top > 0});
+    bindGraphSamplers(*cs_, seq_, lg_, g);
+    for (size_t i = 0; i < reqs_.size(); i++) reqs_[i].graph = g[i].graph;
   }
 
   void sampleAll() {

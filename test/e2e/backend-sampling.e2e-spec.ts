@@ -22,8 +22,8 @@ describe('backend sampling', () => {
         const model = await addon.loadModel(${JSON.stringify(model)});
         const prompt = model.tokenizeSync('Once upon a time', true, false);
         const n0 = prompt.length;
-        async function session(graph, requests) {
-          const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 8, nThreads: 2, nThreadsBatch: 2, backendSampling: graph });
+        async function session(graph, requests, graphSamplerSlots = 32) {
+          const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 8, nThreads: 2, nThreadsBatch: 2, backendSampling: graph, graphSamplerSlots });
           const results = [];
           const pool = new Map();
           for (const rq of requests) {
@@ -71,14 +71,21 @@ describe('backend sampling', () => {
           { seqs: [0], opts: greedy, n: 12 },                    // back in the graph after a CPU-sampled request
           { seqs: [3], opts: { temperature: 0, grammar: 'root ::= [a-z ]+' }, n: 8 },
           { seqs: [0], opts: greedy, n: 8, allRows: true },      // logits for every prompt row (prompt logprobs): raw logits first
+          { seqs: [1], opts: greedy, n: 8 },                     // with one slot: takes it from sequence 0
+          { seqs: [0], opts: greedy, n: 8 },                     // and back
         ];
         const seeded = [{ seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }, { seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }];
-        console.log(JSON.stringify({ cpu: await session(false, plan), graph: await session(true, plan), seeded: await session(true, seeded) }));
+        console.log(JSON.stringify({
+          cpu: await session(false, plan), graph: await session(true, plan), seeded: await session(true, seeded),
+          // One chain bound at a time: a two-sequence batch samples its second sequence on the
+          // CPU, and every other sequence's request takes the binding from the last one.
+          oneSlot: await session(true, plan, 1),
+        }));
         process.exit(0);
       })().catch((e) => { console.error(e); process.exit(1); });`;
 
     type Session = { on: boolean; results: Array<{ texts: string[]; logits: boolean | string; lps: number[]; promptRow: number[] | null }> };
-    let out: { cpu: Session; graph: Session; seeded: Session };
+    let out: { cpu: Session; graph: Session; seeded: Session; oneSlot: Session };
 
     beforeAll(() => {
       const r = spawnSync(process.execPath, ['-e', script(fixtureModel(STORIES))], { encoding: 'utf8', timeout: 120_000 });
@@ -91,6 +98,7 @@ describe('backend sampling', () => {
       expect(out.graph.on).toBe(true);
       const texts = (s: Session) => s.results.map((r) => r.texts);
       expect(texts(out.graph)).toEqual(texts(out.cpu));
+      expect(texts(out.oneSlot)).toEqual(texts(out.cpu));
       // The plan's requests really differ (a check that cannot pass by sampling nothing).
       expect(out.cpu.results[0].texts[0]).toMatch(/^, there was a little girl named Lily/);
       expect(out.cpu.results[2].texts[0]).not.toBe(out.cpu.results[0].texts[0]);
@@ -98,9 +106,10 @@ describe('backend sampling', () => {
     });
 
     it('leaves no raw logits for entries sampled in the graph; top logprobs still come, sampled on the CPU', () => {
-      expect(out.cpu.results.map((r) => r.logits)).toEqual([true, true, true, true, true, true, true]);
+      expect(out.cpu.results.map((r) => r.logits)).toEqual([true, true, true, true, true, true, true, true, true]);
       // Requests 3 (top logprobs) and 5 (a grammar) are sampled on the CPU, over raw logits.
-      expect(out.graph.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false]);
+      expect(out.graph.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false]);
+      expect(out.oneSlot.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false]);
       expect(out.graph.results[3].lps).toEqual(new Array(8).fill(3));
       // A step with logits for every prompt row leaves them all, sampled on the CPU; the
       // request's next steps go back to the graph.

@@ -73,6 +73,11 @@ export interface NativeContextOptions {
    * top logprobs or logits()).
    */
   backendSampling?: boolean;
+  /**
+   * Sequences holding a graph sampler chain at once (default 32): each enlarges
+   * llama.cpp's worst-case graph; past it the least recently used one is dropped.
+   */
+  graphSamplerSlots?: number;
 }
 
 export interface NativeToolCall {

@@ -216,6 +216,9 @@ export class ModelManager {
         nLayer: native.info.nLayer,
         nVocab: native.info.nVocab,
       }),
+      // Every id running requests and retained prompts cycle through keeps its chain
+      // (dropping one costs a graph re-plan on its next use), with room to spare.
+      graphSamplerSlots: Math.min(nSeqMax, 2 * (c.concurrency + c.cacheSlots) + 16),
     });
     // JS work beside a running decode is free when the model runs on a GPU or the
     // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread

@@ -4,7 +4,7 @@
  *
  * With sampling in the compute graph (-backend-sampling) llama.cpp binds a sampler
  * chain to a sequence id; a request whose chain differs from the one its id holds
- * makes llama.cpp re-plan its graphs (~65 ms on an H200 for the 0.5B benchmark model,
+ * makes llama.cpp re-plan its graphs (43–66 ms on an H200 for the 0.5B benchmark model,
  * bench/sampling.mjs), while one with the same configuration takes the bound chain
  * over for free. So a request gets an id that last ran its configuration when one is
  * free. Without graph sampling the choice costs nothing: free ids hold no KV.
