@@ -20,8 +20,9 @@ void freeCommonSampler(common_sampler * s);  // sampler.cpp
 
 // Backend sampling: the clone of a request's sampler whose chain runs in the
 // compute graph for one sequence (llama_set_sampler). A chain set up for the graph
-// skips those samplers when applied on the CPU, so a clone is bound for life: a
-// sequence that changes hands, or wants raw logits, drops it for a fresh one.
+// skips those samplers when applied on the CPU, so it never samples there: the next
+// request on the sequence with the same configuration takes it over (its state
+// copied in), any other drops it for a fresh clone (graph_sampling.cpp).
 struct SeqSampler {
   uint64_t owner = 0, version = 0;  // the SamplerState it mirrors (id, version)
   std::string config;               // its chain's configuration (SamplerState::config)
@@ -44,7 +45,6 @@ struct ContextState {
   bool backendSampling = false;       // samplers of this context may run in the compute graph
   std::vector<SeqSampler> seqSamplers;  // per sequence id; engine thread only (graph_sampling.cpp)
   int32_t graphSamplerSlots = 32;     // bound clones at most
-  int32_t boundSamplers = 0;
   uint64_t graphStep = 0;
   // The CPU compute threads, attached as llama-server's common library does (a
   // second pool when n_threads_batch differs). Without OpenMP (the CPU build)

@@ -12,20 +12,22 @@ void unbind(ContextState & cs, int32_t seq) {
   llama_set_sampler(cs.ctx, seq, nullptr);
   common_sampler_free(slot.clone);
   slot = SeqSampler{};
-  cs.boundSamplers--;
 }
 
 // Room for one more bound chain: every bound chain enlarges llama.cpp's worst-case
 // graph (its compute buffer and node budget), so past graphSamplerSlots the least
 // recently used one outside this batch goes. False when all of them are in it.
+// (A scan per new binding: each costs llama.cpp a graph re-plan anyway.)
 bool makeRoom(ContextState & cs, const std::unordered_map<int32_t, int> & inBatch) {
-  if (cs.boundSamplers < cs.graphSamplerSlots) return true;
-  int32_t victim = -1;
+  int32_t bound = 0, victim = -1;
   for (int32_t s = 0; s < (int32_t) cs.seqSamplers.size(); s++) {
     const SeqSampler & slot = cs.seqSamplers[s];
-    if (!slot.clone || inBatch.count(s)) continue;
+    if (!slot.clone) continue;
+    bound++;
+    if (inBatch.count(s)) continue;
     if (victim < 0 || slot.lastUsed < cs.seqSamplers[victim].lastUsed) victim = s;
   }
+  if (bound < cs.graphSamplerSlots) return true;
   if (victim < 0) return false;
   unbind(cs, victim);
   return true;
@@ -75,7 +77,6 @@ void bindGraphSamplers(ContextState & cs, const std::vector<int32_t> & seq, cons
         continue;
       }
       slot = SeqSampler{smpl.id, smpl.version, smpl.config, c, 0};
-      cs.boundSamplers++;
     }
     slot.lastUsed = cs.graphStep;
     g->graph = slot.clone;
