@@ -135,8 +135,10 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   st->model = model;
   st->smpl = smpl;
   st->backend = sp.backend_sampling;
-  st->config = sp.print();
-  for (const auto & b : sp.logit_bias) st->config += "|" + std::to_string(b.token) + ":" + std::to_string(b.bias);
+  if (st->backend) {  // only a graph-sampled chain is ever compared (graph_sampling.cpp)
+    st->config = sp.print();
+    for (const auto & b : sp.logit_bias) st->config += "|" + std::to_string(b.token) + ":" + std::to_string(b.bias);
+  }
   static std::atomic<uint64_t> nextId{1};
   st->id = nextId++;
   auto ext = Napi::External<std::shared_ptr<SamplerState>>::New(env, &st);
