@@ -7,8 +7,9 @@
 //
 // Per mode: greedy decode of one stream (ms per token, chains of 32 steps as the
 // scheduler runs them), 8 streams in shared batches (tokens/s), and what the first
-// step of a request costs on a sequence whose graph sampler is new (llama.cpp re-plans
-// its graphs), taken over (same chain, another request) or absent (CPU mode).
+// step of a request costs on a sequence whose graph sampler is new (a chain set up for the
+// graph; llama.cpp re-plans its graphs when the bound chains outgrow its node budget),
+// taken over (same chain, another request) or absent (CPU mode).
 // --bound: sequences given a graph sampler beforehand, as the retained prompts and
 // finished requests of a running server leave them.
 import fs from 'node:fs';

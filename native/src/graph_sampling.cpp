@@ -17,7 +17,7 @@ void unbind(ContextState & cs, int32_t seq) {
 // Room for one more bound chain: every bound chain enlarges llama.cpp's worst-case
 // graph (its compute buffer and node budget), so past graphSamplerSlots the least
 // recently used one outside this batch goes. False when all of them are in it.
-// (A scan per new binding: each costs llama.cpp a graph re-plan anyway.)
+// (A scan per new binding: each sets a chain up for the graph anyway.)
 bool makeRoom(ContextState & cs, const std::unordered_map<int32_t, int> & inBatch) {
   int32_t bound = 0, victim = -1;
   for (int32_t s = 0; s < (int32_t) cs.seqSamplers.size(); s++) {
@@ -67,7 +67,8 @@ void bindGraphSamplers(ContextState & cs, const std::vector<int32_t> & seq, cons
       slot.owner = smpl.id;
       slot.version = smpl.version;
     } else {
-      // A new chain for this sequence: llama.cpp re-plans its graphs once.
+      // A new chain for this sequence: set up for the graph (patch 0004: llama.cpp
+      // re-plans its graphs only when the bound chains outgrow its node budget).
       if (slot.clone) unbind(cs, s);
       if (!makeRoom(cs, rows)) continue;  // every bound chain is in this batch: the CPU samples this one
       common_sampler * c = common_sampler_clone(smpl.smpl);

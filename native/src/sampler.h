@@ -24,7 +24,7 @@ struct SamplerState {
   uint64_t version = 0;
   // The chain's configuration (every parameter, not its state): a clone bound to a
   // sequence takes over another sampler's state when their configurations match,
-  // which spares llama.cpp re-planning its graphs (llama_set_sampler).
+  // which spares setting a new chain up for the graph (llama_set_sampler).
   std::string config;
   ~SamplerState() { common_sampler_free(smpl); }
 };

@@ -75,17 +75,45 @@ describe('backend sampling', () => {
           { seqs: [0], opts: greedy, n: 8 },                     // and back
         ];
         const seeded = [{ seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }, { seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }];
+        // llama.cpp re-plans every graph (sched_reserve, 40-70 ms on a GPU) when told to; with
+        // patch 0004 binding or dropping a chain does so only when the node budget must grow.
+        // 40 sequences bound one after another, one dropped (top logprobs), one rebound.
+        async function replans() {
+          let n = 0;
+          addon.setLogger((level, text) => { if (/sched_reserve: reserving [.]{3}/.test(text)) n++; });
+          const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 64, nThreads: 2, nThreadsBatch: 2, backendSampling: true, graphSamplerSlots: 64 });
+          await new Promise((r) => setTimeout(r, 50));
+          const atCreation = n;
+          const texts = [];
+          const one = async (s, opts, top = 0) => {
+            const smp = ctx.createSampler(opts); smp.acceptPrompt(prompt);
+            ctx.seqRemove(s, -1, -1);
+            const b = { tokens: Int32Array.from(prompt), pos: Int32Array.from(prompt, (_, p) => p), seq: Int32Array.from(prompt, () => s), logits: Uint8Array.from(prompt, (_, p) => (p === n0 - 1 ? 1 : 0)) };
+            const r = await ctx.step(b, [{ index: n0 - 1, sampler: smp, topLogprobs: top }]);
+            if (r.status !== 0) throw new Error('step status ' + r.status);
+            texts.push(model.detokenize(Int32Array.from([r.tokens[0]]), false));
+            smp.dispose();
+          };
+          for (let s = 0; s < 40; s++) await one(s, greedy);
+          await one(5, greedy, 3);
+          await one(0, { temperature: 0, topK: 7 });
+          ctx.dispose();
+          await new Promise((r) => setTimeout(r, 50));
+          addon.setLogger(null);
+          return { atCreation, afterCreation: n - atCreation, texts };
+        }
         console.log(JSON.stringify({
           cpu: await session(false, plan), graph: await session(true, plan), seeded: await session(true, seeded),
           // One chain bound at a time: a two-sequence batch samples its second sequence on the
           // CPU, and every other sequence's request takes the binding from the last one.
           oneSlot: await session(true, plan, 1),
+          replans: await replans(),
         }));
         process.exit(0);
       })().catch((e) => { console.error(e); process.exit(1); });`;
 
     type Session = { on: boolean; results: Array<{ texts: string[]; logits: boolean | string; lps: number[]; promptRow: number[] | null }> };
-    let out: { cpu: Session; graph: Session; seeded: Session; oneSlot: Session };
+    let out: { cpu: Session; graph: Session; seeded: Session; oneSlot: Session; replans: { atCreation: number; afterCreation: number; texts: string[] } };
 
     beforeAll(() => {
       const r = spawnSync(process.execPath, ['-e', script(fixtureModel(STORIES))], { encoding: 'utf8', timeout: 120_000 });
@@ -115,6 +143,16 @@ describe('backend sampling', () => {
       // request's next steps go back to the graph.
       expect(out.graph.results[6].promptRow).toEqual(out.cpu.results[6].promptRow);
       expect(out.graph.results[6].promptRow!.length).toBe(4);
+    });
+
+    it('re-plans its graphs only when bound chains outgrow the node budget, not per chain bound or dropped', () => {
+      // Creating the context plans once; the first chain bound re-plans (a budget with room
+      // for twice the chains), then only when their number doubles: 1, 3, 7, 15, 31 of 40.
+      expect(out.replans.atCreation).toBeGreaterThanOrEqual(1);
+      expect(out.replans.afterCreation).toBeGreaterThanOrEqual(1);
+      expect(out.replans.afterCreation).toBeLessThanOrEqual(6);
+      // Every one of the 42 requests sampled the greedy first token ("," of ", there was ...").
+      expect(out.replans.texts).toEqual(new Array(42).fill(','));
     });
 
     it('repeats a seeded sampling exactly', () => {

@@ -217,7 +217,8 @@ export class ModelManager {
         nVocab: native.info.nVocab,
       }),
       // Every id running requests and retained prompts cycle through keeps its chain
-      // (dropping one costs a graph re-plan on its next use), with room to spare.
+      // (a dropped one is set up again on its next use), with room to spare; each bound
+      // chain adds to llama.cpp's graph node budget.
       graphSamplerSlots: Math.min(nSeqMax, 2 * (c.concurrency + c.cacheSlots) + 16),
     });
     // JS work beside a running decode is free when the model runs on a GPU or the

@@ -4,10 +4,12 @@
  *
  * With sampling in the compute graph (-backend-sampling) llama.cpp binds a sampler
  * chain to a sequence id; a request whose chain differs from the one its id holds
- * makes llama.cpp re-plan its graphs (43–66 ms on an H200 for the 0.5B benchmark model,
- * bench/sampling.mjs), while one with the same configuration takes the bound chain
- * over for free. So a request gets an id that last ran its configuration when one is
- * free. Without graph sampling the choice costs nothing: free ids hold no KV.
+ * needs a new chain set up for the graph (and, when the bound chains outgrow
+ * llama.cpp's node budget, a re-plan of its graphs: 43–66 ms on an H200 for the 0.5B
+ * benchmark model, bench/sampling.mjs), while one with the same configuration takes
+ * the bound chain over for free. So a request gets an id that last ran its
+ * configuration when one is free. Without graph sampling the choice costs nothing:
+ * free ids hold no KV.
  */
 export class SeqIds {
   private readonly free: number[] = [];
