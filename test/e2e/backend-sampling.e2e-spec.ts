@@ -155,6 +155,34 @@ describe('backend sampling', () => {
       expect(out.replans.texts).toEqual(new Array(42).fill(','));
     });
 
+    it('adds a row per sampled sequence to the compute buffer, not a copy of every output row', () => {
+      // llama.cpp sized its worst-case graph with a padded copy of all n_ubatch output rows
+      // when a chain was bound: 512 x 151936 floats (297 MiB) more, on the GPU where it
+      // matters (patch 0005). The CPU backend's buffer is planned the same way.
+      const sizes = `
+        const addon = require(${JSON.stringify(addon)});
+        (async () => {
+          const sizes = [];
+          addon.setLogger((level, text) => { const m = /CPU compute buffer size = +([0-9.]+) MiB/.exec(text); if (m) sizes.push(+m[1]); });
+          const model = await addon.loadModel(${JSON.stringify(syntheticModel('qwen2-tiny'))});
+          const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 16, nThreads: 2, nThreadsBatch: 2, backendSampling: true, graphSamplerSlots: 16 });
+          const smp = ctx.createSampler({ temperature: 0.8, topK: 40, topP: 0.9, repeatPenalty: 1.1 });
+          const r = await ctx.step({ tokens: Int32Array.of(1, 2), pos: Int32Array.of(0, 0), seq: Int32Array.of(0, 1), logits: Uint8Array.of(1, 1) }, [{ index: 0, sampler: smp }, { index: 1, sampler: smp }]);
+          await new Promise((res) => setTimeout(res, 50));
+          console.log(JSON.stringify({ status: r.status, sizes }));
+          process.exit(0);
+        })().catch((e) => { console.error(e); process.exit(1); });`;
+      const r = spawnSync(process.execPath, ['-e', sizes], { encoding: 'utf8', timeout: 60_000 });
+      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+      const got = JSON.parse(r.stdout.trim()) as { status: number; sizes: number[] };
+      expect(got.status).toBe(0);
+      // Planned at creation (no chain), then again with the two chains bound.
+      expect(got.sizes.length).toBe(2);
+      const [base, bound] = got.sizes;
+      expect(base).toBeGreaterThan(250); // the 512 output rows' logits themselves
+      expect(bound).toBeLessThan(base * 1.1);
+    }, 70_000);
+
     it('repeats a seeded sampling exactly', () => {
       const [a, b] = out.seeded.results.map((r) => r.texts[0]);
       expect(a).toBe(b);
