@@ -13,6 +13,7 @@ import { RunningServer, startServer } from './helpers/server';
 describe('backend sampling', () => {
   describe('the engine', () => {
     const addon = join(ROOT, 'build', 'native', 'cpu', 'svc_engine.node');
+    const warmup = join(ROOT, 'dist', 'libs', 'engine', 'src', 'models', 'graph-sampler-warmup.js');
     // Each scenario: requests run one after another on the given sequences of one
     // context; every request decodes its prompt, then `n` tokens for all its sequences
     // in shared batches. What each produced, and whether logits() answered after it.
@@ -78,12 +79,20 @@ describe('backend sampling', () => {
         // llama.cpp re-plans every graph (sched_reserve, 40-70 ms on a GPU) when told to; with
         // patch 0004 binding or dropping a chain does so only when the node budget must grow.
         // 40 sequences bound one after another, one dropped (top logprobs), one rebound.
-        async function replans() {
+        // With warm: the server's load-time warm-up first (libs/engine graph-sampler-warmup),
+        // then requests with three configurations in turn.
+        async function replans(warm) {
           let n = 0;
           addon.setLogger((level, text) => { if (/sched_reserve: reserving [.]{3}/.test(text)) n++; });
           const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 64, nThreads: 2, nThreadsBatch: 2, backendSampling: true, graphSamplerSlots: 64 });
           await new Promise((r) => setTimeout(r, 50));
-          const atCreation = n;
+          let atCreation = n, warmed = 0;
+          if (warm) {
+            warmed = await require(${JSON.stringify(warmup)}).warmGraphSamplers(ctx, 64, 1);
+            await new Promise((r) => setTimeout(r, 50));
+            atCreation = n;
+          }
+          const configs = warm ? [greedy, { temperature: 1, seed: 3 }, { temperature: 0.8, topK: 40, topP: 0.9, seed: 3 }] : [greedy];
           const texts = [];
           const one = async (s, opts, top = 0) => {
             const smp = ctx.createSampler(opts); smp.acceptPrompt(prompt);
@@ -94,26 +103,28 @@ describe('backend sampling', () => {
             texts.push(model.detokenize(Int32Array.from([r.tokens[0]]), false));
             smp.dispose();
           };
-          for (let s = 0; s < 40; s++) await one(s, greedy);
+          for (let s = 0; s < 40; s++) await one(s, configs[s % configs.length]);
           await one(5, greedy, 3);
           await one(0, { temperature: 0, topK: 7 });
           ctx.dispose();
           await new Promise((r) => setTimeout(r, 50));
           addon.setLogger(null);
-          return { atCreation, afterCreation: n - atCreation, texts };
+          return { atCreation, warmed, afterCreation: n - atCreation, texts };
         }
         console.log(JSON.stringify({
           cpu: await session(false, plan), graph: await session(true, plan), seeded: await session(true, seeded),
           // One chain bound at a time: a two-sequence batch samples its second sequence on the
           // CPU, and every other sequence's request takes the binding from the last one.
           oneSlot: await session(true, plan, 1),
-          replans: await replans(),
+          replans: await replans(false),
+          warmReplans: await replans(true),
         }));
         process.exit(0);
       })().catch((e) => { console.error(e); process.exit(1); });`;
 
+    type Replans = { atCreation: number; warmed: number; afterCreation: number; texts: string[] };
     type Session = { on: boolean; results: Array<{ texts: string[]; logits: boolean | string; lps: number[]; promptRow: number[] | null }> };
-    let out: { cpu: Session; graph: Session; seeded: Session; oneSlot: Session; replans: { atCreation: number; afterCreation: number; texts: string[] } };
+    let out: { cpu: Session; graph: Session; seeded: Session; oneSlot: Session; replans: Replans; warmReplans: Replans };
 
     beforeAll(() => {
       const r = spawnSync(process.execPath, ['-e', script(fixtureModel(STORIES))], { encoding: 'utf8', timeout: 120_000 });
@@ -153,6 +164,16 @@ describe('backend sampling', () => {
       expect(out.replans.afterCreation).toBeLessThanOrEqual(6);
       // Every one of the 42 requests sampled the greedy first token ("," of ", there was ...").
       expect(out.replans.texts).toEqual(new Array(42).fill(','));
+    });
+
+    it('plans once at load for the chains a server binds (the warm-up), then not at all', () => {
+      // Half the 64 slots bound in one step: one plan with room for the rest.
+      expect(out.warmReplans.warmed).toBe(32);
+      expect(out.warmReplans.atCreation).toBeGreaterThanOrEqual(2);
+      // 40 sequences with three configurations in turn, one dropped, one rebound: no re-plan.
+      expect(out.warmReplans.afterCreation).toBe(0);
+      expect(out.warmReplans.texts.length).toBe(42);
+      expect(out.warmReplans.texts.filter((t, i) => i % 3 === 0 && i < 40)).toEqual(new Array(14).fill(','));
     });
 
     it('adds a row per sampled sequence to the compute buffer, not a copy of every output row', () => {

@@ -10,6 +10,7 @@ import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
 import { useBackendSampling } from './backend-sampling';
+import { warmGraphSamplers } from './graph-sampler-warmup';
 import { sha256File } from './file-hash';
 import { hugePagesLine, useHugePages } from './huge-pages';
 import { LoadedModel } from './loaded-model';
@@ -196,6 +197,10 @@ export class ModelManager {
     const nCtxSeq = Math.min(native.info.nCtxTrain || DEFAULT_CTX_CAP, c.ctxSize > 0 ? c.ctxSize : DEFAULT_CTX_CAP);
     // Every sequence id llama.cpp allows: running requests, retained prompts and contexts share them.
     const nSeqMax = 256;
+    // Every id running requests and retained prompts cycle through keeps its chain
+    // (a dropped one is set up again on its next use), with room to spare; each bound
+    // chain adds to llama.cpp's graph node budget.
+    const graphSamplerSlots = Math.min(nSeqMax, 2 * (c.concurrency + c.cacheSlots) + 16);
     // Room for every active sequence at full length; retained prompts use what is left.
     const ctx = await native.createContext({
       nCtx: nCtxSeq * c.concurrency,
@@ -216,11 +221,13 @@ export class ModelManager {
         nLayer: native.info.nLayer,
         nVocab: native.info.nVocab,
       }),
-      // Every id running requests and retained prompts cycle through keeps its chain
-      // (a dropped one is set up again on its next use), with room to spare; each bound
-      // chain adds to llama.cpp's graph node budget.
-      graphSamplerSlots: Math.min(nSeqMax, 2 * (c.concurrency + c.cacheSlots) + 16),
+      graphSamplerSlots,
     });
+    if (ctx.backendSampling && entry.capabilities.some((x) => x === 'chat' || x === 'completion')) {
+      // Plans llama.cpp's graphs for the chains now rather than on the first requests.
+      await warmGraphSamplers(ctx, graphSamplerSlots, native.info.bos >= 0 ? native.info.bos : 0).catch((e: Error) =>
+        this.log.warn(`graph sampler warm-up failed (the first requests plan instead): ${e.message}`));
+    }
     // JS work beside a running decode is free when the model runs on a GPU or the
     // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
     // (measured: streaming chains with -threads = CPUs decode slower).
