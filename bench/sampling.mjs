@@ -33,6 +33,14 @@ const modelPath = opt('--model', null) ?? (await ensureModel('qwen2-0.5b', { qui
 
 const require = createRequire(import.meta.url);
 const addon = require(path.join(repo, 'build/native', backend, 'svc_engine.node'));
+// llama.cpp logs its compute buffers each time it plans its graphs: the last size per
+// buffer, and how many plans, tell what the mode costs in memory and in re-plans.
+let buffers = {}, plans = 0;
+addon.setLogger((level, text) => {
+  const m = /(\S+) compute buffer size = +([0-9.]+) MiB/.exec(text);
+  if (m) buffers[m[1]] = Number(m[2]);
+  if (/sched_reserve: reserving [.]{3}/.test(text)) plans++;
+});
 const model = await addon.loadModel(modelPath, { nGpuLayers: -1 });
 const prompt = model.tokenizeSync('The quick brown fox jumps over the lazy dog. Once upon a time', true, false);
 const n0 = prompt.length;
@@ -73,6 +81,8 @@ async function generate(ctx, seqs, n, samplerOpts = { temperature: 0 }) {
 }
 
 async function measure(graph) {
+  buffers = {};
+  plans = 0;
   const ctx = await model.createContext({ nCtx: 8192 * 8, nBatch: 2048, nUbatch: 512, nSeqMax: 256, nThreads: threads, nThreadsBatch: threads, backendSampling: graph });
   // Warm-up, and the sequences a running server leaves with graph samplers.
   await generate(ctx, [0], 16);
@@ -90,12 +100,15 @@ async function measure(graph) {
     changed.push((await generate(ctx, [0], 2, { temperature: 0, topK: 20 + r })).firstMs);
   }
   ctx.dispose();
+  await new Promise((r) => setTimeout(r, 50)); // the last log lines
   const f = (x) => +x.toFixed(3);
   return {
     decode_ms_per_token: f(median(single)), decode_all: single.map(f),
     agg8_tps: +median(agg).toFixed(1),
     first_step_ms: { same_chain_taken_over: f(median(taken)), new_sequence: f(median(fresh)), chain_changed: f(median(changed)) },
     greedy: text,
+    compute_buffer_mib: { ...buffers },
+    plans,
   };
 }
 
@@ -111,7 +124,8 @@ const out = opt('--out', null);
 if (out) fs.writeFileSync(out, JSON.stringify(doc, null, 1) + '\n');
 for (const [name, m] of [['cpu  ', cpu], ['graph', graph]]) {
   console.log(`${name} decode ${m.decode_ms_per_token} ms/token (${m.decode_all.join(', ')}), 8 streams ${m.agg8_tps} t/s, ` +
-    `first step: taken over ${m.first_step_ms.same_chain_taken_over} ms, new sequence ${m.first_step_ms.new_sequence} ms, chain changed ${m.first_step_ms.chain_changed} ms`);
+    `first step: taken over ${m.first_step_ms.same_chain_taken_over} ms, new sequence ${m.first_step_ms.new_sequence} ms, chain changed ${m.first_step_ms.chain_changed} ms; ` +
+    `graphs planned ${m.plans} times, compute buffers ${Object.entries(m.compute_buffer_mib).map(([k, v]) => `${k} ${v} MiB`).join(', ')}`);
 }
 console.log(`greedy tokens equal in both modes: ${sameTokens}`);
 console.log(`graph/cpu: decode ${doc.ratio.decode}x, 8 streams ${doc.ratio.agg8}x`);
