@@ -223,10 +223,14 @@ export class ModelManager {
       }),
       graphSamplerSlots,
     });
+    // Plans llama.cpp's graphs for the chains now rather than on the first requests.
+    let warmChains = 0;
     if (ctx.backendSampling && entry.capabilities.some((x) => x === 'chat' || x === 'completion')) {
-      // Plans llama.cpp's graphs for the chains now rather than on the first requests.
-      await warmGraphSamplers(ctx, graphSamplerSlots, native.info.bos >= 0 ? native.info.bos : 0).catch((e: Error) =>
-        this.log.warn(`graph sampler warm-up failed (the first requests plan instead): ${e.message}`));
+      const token = native.info.bos >= 0 ? native.info.bos : 0;
+      warmChains = await warmGraphSamplers(ctx, graphSamplerSlots, Math.min(c.concurrency, c.batchSize), token).catch((e: Error) => {
+        this.log.warn(`graph sampler warm-up failed (the first requests plan instead): ${e.message}`);
+        return 0;
+      });
     }
     // JS work beside a running decode is free when the model runs on a GPU or the
     // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
@@ -245,7 +249,7 @@ export class ModelManager {
       ...decodeTuning(jsHasACpu),
     });
     const ms = performance.now() - started;
-    this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? '; sampling in the compute graph' : ''}`);
+    this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? `; sampling in the compute graph (${warmChains} chains planned at load)` : ''}`);
     if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) this.log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
     const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', hash.slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
