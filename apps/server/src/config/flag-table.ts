@@ -27,7 +27,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'backend', kind: 'string', help: 'auto, cpu, cuda or metal (default auto)', env: 'SVC_BACKEND' },
   { name: 'flash-attn', kind: 'string', help: 'auto, on or off (default auto)', aliases: ['fa'] },
   { name: 'huge-pages', kind: 'string', help: 'weights and KV cache on 2 MiB pages: auto, on or off (default auto: CPU models from 32 MiB to half the memory, Linux)', env: 'SVC_HUGE_PAGES' },
-  { name: 'backend-sampling', kind: 'string', help: 'sample in the compute graph: auto, on or off (default auto: every layer on a GPU and a vocabulary of 32000+ tokens)', env: 'SVC_BACKEND_SAMPLING' },
+  { name: 'backend-sampling', kind: 'string', help: 'sample in the compute graph: auto, on or off (default auto: every layer on a CUDA GPU and a vocabulary of 32000+ tokens)', env: 'SVC_BACKEND_SAMPLING' },
   { name: 'cache-slots', kind: 'int', help: 'retained prompts kept for prefix reuse (default 8)' },
   { name: 'cache-ram', kind: 'int', help: 'MiB of host memory for retained prompts moved out of the KV cache while others decode (default 4096; 0 = drop them)' },
   { name: 'context-slots', kind: 'int', help: 'KV contexts kept in memory at once; idle ones beyond it are spilled to disk (default 128)' },

@@ -1,3 +1,5 @@
+import type { BackendName } from '../backend/inference-backend';
+
 /**
  * Whether a context's samplers run in the compute graph (-backend-sampling; llama.cpp's
  * backend sampling) rather than on the CPU.
@@ -9,7 +11,10 @@
  * only the token comes back. That pays off where the logits live on a GPU. On the CPU
  * itself the graph's version is the slower one (llama-server's `-bs`, 0.5B model,
  * 2 vCPUs: 25–27 against 23–25 ms per token), so `auto` means: every layer, the output
- * layer included, offloaded to a GPU, and a vocabulary of at least AUTO_MIN_VOCAB tokens.
+ * layer included, offloaded to a CUDA GPU, and a vocabulary of at least AUTO_MIN_VOCAB
+ * tokens. Only CUDA: it is where graph sampling was measured and checked against CPU
+ * sampling; on Metal, a sampler whose ops the device lacks would leave its chain to the
+ * CPU part of llama.cpp's sampling, unverified there, so Metal takes it with `on` only.
  * A small one costs the CPU next to nothing to sample, while graph samplers make
  * llama.cpp re-plan its graphs whenever their count outgrows its node budget (43–66 ms
  * on an H200; native/patches/0004 makes that a doubling, not every chain), and the
@@ -21,8 +26,8 @@ export type BackendSamplingMode = 'auto' | 'on' | 'off';
 
 export interface BackendSamplingInput {
   mode: BackendSamplingMode;
-  /** The backend drives a GPU (cuda, metal). */
-  gpuBackend: boolean;
+  /** The addon in use. */
+  backend: BackendName;
   /** -gpu-layers: -1 = all. */
   gpuLayers: number;
   /** Repeating layers of the model. */
@@ -36,5 +41,5 @@ export const AUTO_MIN_VOCAB = 32000;
 export function useBackendSampling(i: BackendSamplingInput): boolean {
   if (i.mode !== 'auto') return i.mode === 'on';
   // llama.cpp offloads the output layer once n_gpu_layers exceeds the repeating layers.
-  return i.gpuBackend && (i.gpuLayers < 0 || i.gpuLayers > i.nLayer) && i.nVocab >= AUTO_MIN_VOCAB;
+  return i.backend === 'cuda' && (i.gpuLayers < 0 || i.gpuLayers > i.nLayer) && i.nVocab >= AUTO_MIN_VOCAB;
 }

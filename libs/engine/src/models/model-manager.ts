@@ -216,7 +216,7 @@ export class ModelManager {
       hugePages: native.info.hugePages.advisedBytes > 0,
       backendSampling: useBackendSampling({
         mode: c.backendSampling,
-        gpuBackend: this.backend.name !== 'cpu',
+        backend: this.backend.name,
         gpuLayers: c.gpuLayers,
         nLayer: native.info.nLayer,
         nVocab: native.info.nVocab,
