@@ -74,6 +74,7 @@ describe('backend sampling', () => {
           { seqs: [0], opts: greedy, n: 8, allRows: true },      // logits for every prompt row (prompt logprobs): raw logits first
           { seqs: [1], opts: greedy, n: 8 },                     // with one slot: takes it from sequence 0
           { seqs: [0], opts: greedy, n: 8 },                     // and back
+          { seqs: [4], opts: { temperature: 0, dryMultiplier: 0.8, dryAllowedLength: 2 }, n: 16 }, // DRY: a chain the graph runs in part
         ];
         const seeded = [{ seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }, { seqs: [0], opts: { temperature: 0.9, seed: 7 }, n: 24 }];
         // llama.cpp re-plans every graph (sched_reserve, 40-70 ms on a GPU) when told to; with
@@ -145,10 +146,10 @@ describe('backend sampling', () => {
     });
 
     it('leaves no raw logits for entries sampled in the graph; top logprobs still come, sampled on the CPU', () => {
-      expect(out.cpu.results.map((r) => r.logits)).toEqual([true, true, true, true, true, true, true, true, true]);
+      expect(out.cpu.results.map((r) => r.logits)).toEqual([true, true, true, true, true, true, true, true, true, true]);
       // Requests 3 (top logprobs) and 5 (a grammar) are sampled on the CPU, over raw logits.
-      expect(out.graph.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false]);
-      expect(out.oneSlot.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false]);
+      expect(out.graph.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false, false]);
+      expect(out.oneSlot.results.map((r) => r.logits)).toEqual([false, false, false, true, false, true, false, false, false, false]);
       expect(out.graph.results[3].lps).toEqual(new Array(8).fill(3));
       // A step with logits for every prompt row leaves them all, sampled on the CPU; the
       // request's next steps go back to the graph.
