@@ -12,15 +12,15 @@ import type { BackendName } from '../backend/inference-backend';
  * itself the graph's version is the slower one (llama-server's `-bs`, 0.5B model,
  * 2 vCPUs: 25–27 against 23–25 ms per token), so `auto` means: every layer, the output
  * layer included, offloaded to a CUDA GPU, and a vocabulary of at least AUTO_MIN_VOCAB
- * tokens. Only CUDA: it is where graph sampling was measured and checked against CPU
- * sampling; on Metal, a sampler whose ops the device lacks would leave its chain to the
- * CPU part of llama.cpp's sampling, unverified there, so Metal takes it with `on` only.
- * A small one costs the CPU next to nothing to sample, while graph samplers make
- * llama.cpp re-plan its graphs whenever their count outgrows its node budget (43–66 ms
- * on an H200; native/patches/0004 makes that a doubling, not every chain), and the
- * sampling ops add kernels to every step (stories260K, 512 tokens: 0.39× llama-server's
- * decode with them, H200, before patch 0003). Requests the graph cannot sample (a grammar, top logprobs)
- * are sampled on the CPU as before, whatever the mode.
+ * tokens. A small vocabulary costs the CPU next to nothing to sample, while graph
+ * samplers make llama.cpp re-plan its graphs whenever their count outgrows its node
+ * budget (43–66 ms on an H200; native/patches/0004 makes that a doubling, not every
+ * chain), and the sampling ops add kernels to every step (stories260K, 512 tokens:
+ * 0.39× llama-server's decode with them, H200, before patch 0003). Only CUDA: it is
+ * where graph sampling was measured and checked against CPU sampling; on Metal a
+ * sampler whose ops the device lacks would leave the rest of its chain to llama.cpp's
+ * CPU part, unverified there, so Metal takes it with `on` only. Requests the graph
+ * cannot sample (a grammar, top logprobs) are sampled on the CPU, whatever the mode.
  */
 export type BackendSamplingMode = 'auto' | 'on' | 'off';
 
