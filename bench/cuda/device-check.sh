@@ -25,6 +25,8 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 #   smoke     native/smoke.mjs on the CUDA addon
 #   dialects  bench/cuda/dialects.mjs on the GPU
 #   sampling  bench/sampling.mjs on the GPU: sampling on the CPU against sampling in the graph, engine alone
+#   resident  bench/resident.mjs on the GPU: other sequences' cells with and without attention windows
+#             (llama.cpp patch 0006), engine alone, stories260K and qwen2-0.5b
 #   gpu       benchmark vs llama-server, -ngl 999 (BENCH_ARGS: more options, BENCH_TAG: file-name suffix)
 #   cpu       the same benchmark with no GPU visible (CUDA_VISIBLE_DEVICES=, both on the CPU
 #             code of the same build): a quiet many-core host for CPU figures, CPU_THREADS threads
@@ -47,6 +49,13 @@ fi
 if has sampling; then
   echo "== sampling on the CPU vs in the graph (engine alone, qwen2-0.5b)"
   timeout "${SAMPLING_TIMEOUT:-150}" node bench/sampling.mjs --backend cuda --threads "$T" --reps "${REPS:-2}" --out "$OUT/sampling.json" 2>&1 | tee "$OUT/sampling.log" | tail -4
+fi
+if has resident; then
+  echo "== other sequences' cells, with and without attention windows (engine alone)"
+  for m in stories260K qwen2-0.5b; do
+    mp="$SVC_MODELS_DIR/$m.gguf"; [ "$m" = qwen2-0.5b ] && mp=$(node test/fixtures/models.mjs qwen2-0.5b | tail -1)
+    timeout "${RESIDENT_TIMEOUT:-120}" node bench/resident.mjs --backend cuda --threads "$T" --model "$mp" --reps "${REPS:-3}" --out "$OUT/resident-$m.json" 2>&1 | tee "$OUT/resident-$m.log" | tail -7
+  done
 fi
 if has cpu; then
   echo "== benchmark, CPU only (${CPU_THREADS:-2} threads)"

@@ -7,9 +7,12 @@ import { NativeContext } from '../backend/native-addon';
  *   and a match shares them (seq_cp copies no bytes);
  * - host: llama.cpp's per-sequence state, read out to memory; a match writes it
  *   into the request's sequence (a memcpy, not a prefill).
- * Resident cells cost every decode step: in a unified KV cache attention spans
- * up to the highest used cell, whoever owns it. On a CPU that is real compute,
- * so while anything decodes an entry keeps resident only the prefix running
+ * Resident cells cost a step when they lie inside its attention window: from the
+ * first to the last cell its sequences hold (llama.cpp patch 0006; without it, and
+ * for architectures it leaves out, every cell up to the highest used one). A step
+ * of several requests spans all their cells and whatever lies between, a request
+ * sharing an entry's prefix spans from that entry's cells to its own. On a CPU
+ * that is real compute, so while anything decodes an entry keeps resident only the prefix running
  * requests share with it, the rest moving to the host tier (demoteIdle), and
  * while nothing runs entries move there too (demoteOneIdle); an entry shorter
  * than MIN_PROMOTE_TOKENS is dropped instead, as no match would write it back.
@@ -41,7 +44,8 @@ export interface PrefixCacheLimits {
    * copy per run of cells per layer (about 2 ms on an H200 even for 8 tokens,
    * stalling every stream meanwhile), and attending over masked cells costs the GPU
    * less (measured: the aggregate and short-prompt TTFT both improved when entries
-   * stayed): so entries leave the KV cache only when cells run short,
+   * stayed; with attention windows a lone request no longer attends them at all):
+   * so entries leave the KV cache only when cells run short,
    * and then only their prompt part goes to the host tier (generated tokens of
    * concurrent requests interleave cell by cell: a copy per cell).
    */
@@ -62,6 +66,8 @@ const MIN_PROMOTE_TOKENS = 32;
  * prompt tokens in a batch cost a GPU nothing, and sharing 2 or 3 tokens (a BOS and
  * a first word) made short prefills slower and uneven (qwen2-0.5b, H200: 2.5–5.6 ms
  * of engine time per 8-token prompt, median 5.1, against 4.0–4.5, median 4.3, without).
+ * With attention windows it also matters where the shared cells are: a request
+ * sharing an old entry's first cells attends everything between those and its own.
  */
 const MIN_DEVICE_SHARE_TOKENS = 32;
 

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// Engine-level cost of other sequences' cells in the unified KV cache (retained
+// prompts, other requests) for a new request, with llama.cpp's attention window
+// (patch 0006: a ubatch attends only its own sequences' span of cells) and
+// without it (LLAMA_KV_NO_WINDOW=1, every cell up to the highest used one).
+// No HTTP: the native addon alone, on a context shaped like the server's (unified
+// KV cache, 256 sequence ids, 8 × 8192 cells).
+//
+//   node bench/resident.mjs [--backend cpu|cuda] [--model PATH] [--threads N] [--reps 5] [--resident 8x512] [--out FILE]
+//
+// Per mode and layout: a 10-token prompt step (as a short request's first token),
+// a ~550-token prefill, and greedy decode ms per token of one stream; "none" has no
+// other cells, "below" has `--resident` retained sequences in the cells before the
+// request's, "around" also has as many after them (placed once the request's prompt
+// was decoded). Greedy tokens must be equal in every layout and mode.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureModel } from '../test/fixtures/models.mjs';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : def;
+};
+const backend = opt('--backend', 'cpu');
+const threads = Number(opt('--threads', String(os.availableParallelism())));
+const reps = Number(opt('--reps', '5'));
+const [nResident, residentLen] = opt('--resident', '8x512').split('x').map(Number);
+const modelPath = opt('--model', null) ?? path.resolve(repo, '../shared/models/stories260K.gguf');
+if (!fs.existsSync(modelPath)) await ensureModel(path.basename(modelPath, '.gguf'), { quiet: false });
+
+const require = createRequire(import.meta.url);
+const addon = require(path.join(repo, 'build/native', backend, 'svc_engine.node'));
+const model = await addon.loadModel(modelPath, { nGpuLayers: -1 });
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const story = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. ';
+const shortPrompt = model.tokenizeSync('Once upon a time, a cat', true, false).slice(0, 10);
+const longPrompt = model.tokenizeSync(story.repeat(40), true, false).slice(0, 550);
+const filler = model.tokenizeSync(story.repeat(Math.ceil(residentLen / 16) + 8), true, false).slice(0, residentLen);
+
+const batchOf = (tokens, seq, from = 0) => ({
+  tokens: Int32Array.from(tokens),
+  pos: Int32Array.from(tokens, (_, i) => from + i),
+  seq: Int32Array.from(tokens, () => seq),
+  logits: Uint8Array.from(tokens, (_, i) => (i === tokens.length - 1 ? 1 : 0)),
+});
+
+/** Decodes `tokens` into `seq` in steps of at most 512; returns the ms of the whole prompt. */
+async function prefill(ctx, seq, tokens, sampler) {
+  const t0 = performance.now();
+  let r;
+  for (let at = 0; at < tokens.length; at += 512) {
+    const part = tokens.slice(at, at + 512);
+    const last = at + part.length >= tokens.length;
+    const b = batchOf(part, seq, at);
+    if (!last) b.logits.fill(0);
+    r = await ctx.step(b, last && sampler ? [{ index: part.length - 1, sampler }] : []);
+    if (r.status !== 0) throw new Error(`step status ${r.status}`);
+  }
+  return { ms: performance.now() - t0, token: r.tokens[0] };
+}
+
+async function fill(ctx, seqs) {
+  for (const s of seqs) await prefill(ctx, s, filler);
+}
+
+async function measure(ctx, layout) {
+  const below = Array.from({ length: nResident }, (_, i) => 100 + i);
+  const after = Array.from({ length: nResident }, (_, i) => 150 + i);
+  if (layout !== 'none') await fill(ctx, below);
+  const out = { short: [], prefill: [], decode: [], tokens: null };
+  for (let k = 0; k < reps; k++) {
+    const sampler = ctx.createSampler({ temperature: 0 });
+    ctx.seqRemove(1, -1, -1);
+    out.short.push((await prefill(ctx, 1, shortPrompt, sampler)).ms);
+    ctx.seqRemove(1, -1, -1);
+    sampler.reset();
+    const p = await prefill(ctx, 1, longPrompt, sampler);
+    out.prefill.push(p.ms);
+    if (layout === 'around' && k === 0) await fill(ctx, after);
+    // greedy decode of 64 tokens, one step at a time
+    const tokens = [p.token];
+    const t0 = performance.now();
+    for (let i = 0; i < 64; i++) {
+      const r = await ctx.step(batchOf([tokens.at(-1)], 1, longPrompt.length + i), [{ index: 0, sampler }]);
+      if (r.status !== 0) throw new Error(`step status ${r.status}`);
+      tokens.push(r.tokens[0]);
+    }
+    out.decode.push((performance.now() - t0) / 64);
+    out.tokens = tokens;
+    sampler.dispose();
+    if (layout === 'around') {
+      // the next repetition's prompt goes where this one was, between the two groups
+      ctx.seqRemove(1, -1, -1);
+    }
+  }
+  for (const s of [...below, ...after, 1]) ctx.seqRemove(s, -1, -1);
+  return { short_ms: median(out.short), prefill_ms: median(out.prefill), decode_ms: median(out.decode), tokens: out.tokens };
+}
+
+const results = [];
+for (const mode of ['window', 'no-window']) {
+  if (mode === 'no-window') process.env.LLAMA_KV_NO_WINDOW = '1';
+  else delete process.env.LLAMA_KV_NO_WINDOW;
+  const ctx = await model.createContext({ nCtx: 8192 * 8, nBatch: 2048, nUbatch: 512, nSeqMax: 256, nThreads: threads, nThreadsBatch: threads });
+  // warm-up: graphs planned, pages touched
+  await measure(ctx, 'none');
+  for (const layout of ['none', 'below', 'around']) {
+    const r = await measure(ctx, layout);
+    results.push({ mode, layout, ...r });
+    console.log(`${mode.padEnd(9)} ${layout.padEnd(6)}: 10-token step ${r.short_ms.toFixed(3)} ms, ${longPrompt.length}-token prefill ${r.prefill_ms.toFixed(2)} ms, decode ${r.decode_ms.toFixed(3)} ms/token`);
+  }
+  ctx.dispose();
+}
+const ref = results[0].tokens.join(',');
+const same = results.every((r) => r.tokens.join(',') === ref);
+console.log(`greedy tokens equal in every layout and mode: ${same}`);
+const outFile = opt('--out', null);
+if (outFile) fs.writeFileSync(outFile, JSON.stringify({ model: path.basename(modelPath), backend, threads, reps, resident: `${nResident}x${residentLen}`, results: results.map(({ tokens, ...r }) => r), same }, null, 2));
+if (!same) process.exit(1);
