@@ -67,13 +67,26 @@ describe('attention windows in the unified KV cache', () => {
       ctx.seqRemove(10, -1, -1);
       for (let s = 1; s <= 8; s++) ctx.seqRemove(s, -1, -1);
       res.whole = await generate(11, filler, 0, 16);
+      ctx.seqRemove(11, -1, -1);
+      // A 12-cell hole between other sequences' cells: [0, 512) and [524, 1036) held, the
+      // sequence between them removed.
+      await ctx.step(batch(filler, 1, 0), []);
+      await ctx.step(batch(filler.slice(0, 12), 2, 0), []);
+      await ctx.step(batch(filler, 3, 0), []);
+      ctx.seqRemove(2, -1, -1);
+      await phase();
+      res.placed = await generate(12, short, 0, 24);
+      res.placedWindows = await phase();
       ctx.dispose();
       addon.setLogger(null);
       console.log(JSON.stringify(res));
       process.exit(0);
     })().catch((e) => { console.error(e); process.exit(1); });`;
 
-  type Out = { alone: number[]; after: number[]; shared: number[]; whole: number[]; aloneWindows: number[][]; afterWindows: number[][]; sharedWindows: number[][] };
+  type Out = {
+    alone: number[]; after: number[]; shared: number[]; whole: number[]; placed: number[];
+    aloneWindows: number[][]; afterWindows: number[][]; sharedWindows: number[][]; placedWindows: number[][];
+  };
   const run = (env: Record<string, string>): Out => {
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
@@ -101,6 +114,14 @@ describe('attention windows in the unified KV cache', () => {
     for (const w of on.sharedWindows) expect(w).toEqual([0, 4352]);
   });
 
+  it('starts a new sequence above the used cells and grows it after its own, not through holes between others', () => {
+    // The search from the head would put its prompt in the 12-cell hole at 512 and its later
+    // tokens past the cells above it, windows up to [512, 1280); placed above the used cells
+    // (from 1036) it stays within one block.
+    expect(on.placedWindows).toEqual(new Array(24).fill([1024, 1280]));
+    expect(on.placed).toEqual(on.alone);
+  });
+
   it('decodes the same tokens as alone, with windows or without', () => {
     expect(on.alone.length).toBe(24);
     expect(on.after).toEqual(on.alone);
@@ -110,6 +131,7 @@ describe('attention windows in the unified KV cache', () => {
     expect(off.after).toEqual(on.alone);
     expect(off.shared).toEqual(on.shared);
     expect(off.whole).toEqual(on.whole);
+    expect(off.placed).toEqual(on.alone);
     // The requests differ (a check that cannot pass by decoding nothing).
     expect(on.shared).not.toEqual(on.alone.slice(0, 16));
   });
