@@ -27,7 +27,7 @@ describe('attention windows in the unified KV cache', () => {
       const story = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. ';
       const filler = model.tokenizeSync(story.repeat(40), true, false).slice(0, 512);
       const short = model.tokenizeSync('Once upon a time, a cat', true, false);
-      const ctx = await model.createContext({ nCtx: 8192, nBatch: 512, nUbatch: 512, nSeqMax: 16, nThreads: 2, nThreadsBatch: 2 });
+      let ctx = await model.createContext({ nCtx: 8192, nBatch: 512, nUbatch: 512, nSeqMax: 16, nThreads: 2, nThreadsBatch: 2 });
       const batch = (tokens, seq, from) => ({
         tokens: Int32Array.from(tokens), pos: Int32Array.from(tokens, (_, i) => from + i),
         seq: Int32Array.from(tokens, () => seq), logits: Uint8Array.from(tokens, (_, i) => (i === tokens.length - 1 ? 1 : 0)),
@@ -78,14 +78,24 @@ describe('attention windows in the unified KV cache', () => {
       res.placed = await generate(12, short, 0, 24);
       res.placedWindows = await phase();
       ctx.dispose();
+      // No room above the used cells (2048 of them, all held but a 12-cell hole at 500 and a
+      // 500-cell one at 600): the longest free run.
+      ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 16, nThreads: 2, nThreadsBatch: 2 });
+      for (const [s, n] of [[1, 500], [2, 12], [3, 88], [4, 500], [5, 512], [6, 436]]) await ctx.step(batch(filler.slice(0, n), s, 0), []);
+      ctx.seqRemove(2, -1, -1);
+      ctx.seqRemove(4, -1, -1);
+      await phase();
+      res.full = await generate(12, short, 0, 24);
+      res.fullWindows = await phase();
+      ctx.dispose();
       addon.setLogger(null);
       console.log(JSON.stringify(res));
       process.exit(0);
     })().catch((e) => { console.error(e); process.exit(1); });`;
 
   type Out = {
-    alone: number[]; after: number[]; shared: number[]; whole: number[]; placed: number[];
-    aloneWindows: number[][]; afterWindows: number[][]; sharedWindows: number[][]; placedWindows: number[][];
+    alone: number[]; after: number[]; shared: number[]; whole: number[]; placed: number[]; full: number[];
+    aloneWindows: number[][]; afterWindows: number[][]; sharedWindows: number[][]; placedWindows: number[][]; fullWindows: number[][];
   };
   const run = (env: Record<string, string>): Out => {
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
@@ -120,6 +130,10 @@ describe('attention windows in the unified KV cache', () => {
     // (from 1036) it stays within one block.
     expect(on.placedWindows).toEqual(new Array(24).fill([1024, 1280]));
     expect(on.placed).toEqual(on.alone);
+    // With no room above, the longest free run ([600, 1100)), not the first hole (12 cells at
+    // 500, which the search from the head takes, and then cells past 600).
+    expect(on.fullWindows).toEqual(new Array(24).fill([512, 768]));
+    expect(on.full).toEqual(on.alone);
   });
 
   it('decodes the same tokens as alone, with windows or without', () => {
@@ -132,6 +146,7 @@ describe('attention windows in the unified KV cache', () => {
     expect(off.shared).toEqual(on.shared);
     expect(off.whole).toEqual(on.whole);
     expect(off.placed).toEqual(on.alone);
+    expect(off.full).toEqual(on.alone);
     // The requests differ (a check that cannot pass by decoding nothing).
     expect(on.shared).not.toEqual(on.alone.slice(0, 16));
   });
