@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureModel } from '../test/fixtures/models.mjs';
+import { realModel } from '../test/fixtures/models.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -30,8 +30,8 @@ const backend = opt('--backend', 'cpu');
 const threads = Number(opt('--threads', String(os.availableParallelism())));
 const reps = Number(opt('--reps', '5'));
 const [nResident, residentLen] = opt('--resident', '8x512').split('x').map(Number);
-const modelPath = opt('--model', null) ?? path.resolve(repo, '../shared/models/stories260K.gguf');
-if (!fs.existsSync(modelPath)) await ensureModel(path.basename(modelPath, '.gguf'), { quiet: false });
+// Default: stories260K from the fixtures folder (test/fixtures/models.mjs: $SVC_MODELS_DIR or ../shared/models).
+const modelPath = opt('--model', null) ?? (await realModel('stories260K.gguf'));
 
 const require = createRequire(import.meta.url);
 const addon = require(path.join(repo, 'build/native', backend, 'svc_engine.node'));
