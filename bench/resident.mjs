@@ -14,29 +14,16 @@
 // request's, "around" also has as many after them (placed once the request's prompt
 // was decoded). Greedy tokens must be equal in every layout and mode.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { realModel } from '../test/fixtures/models.mjs';
+import { engineOptions, loadAddon, median } from './lib/engine-cli.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-};
-const backend = opt('--backend', 'cpu');
-const threads = Number(opt('--threads', String(os.availableParallelism())));
-const reps = Number(opt('--reps', '5'));
+const { opt, backend, threads, reps } = engineOptions(5);
 const [nResident, residentLen] = opt('--resident', '8x512').split('x').map(Number);
 // Default: stories260K from the fixtures folder (test/fixtures/models.mjs: $SVC_MODELS_DIR or ../shared/models).
 const modelPath = opt('--model', null) ?? (await realModel('stories260K.gguf'));
-
-const require = createRequire(import.meta.url);
-const addon = require(path.join(repo, 'build/native', backend, 'svc_engine.node'));
+const addon = loadAddon(backend);
 const model = await addon.loadModel(modelPath, { nGpuLayers: -1 });
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const story = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. ';
 const shortPrompt = model.tokenizeSync('Once upon a time, a cat', true, false).slice(0, 10);
 const longPrompt = model.tokenizeSync(story.repeat(40), true, false).slice(0, 550);

@@ -13,26 +13,14 @@
 // --bound: sequences given a graph sampler beforehand, as the retained prompts and
 // finished requests of a running server leave them.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ensureModel } from '../test/fixtures/models.mjs';
+import { engineOptions, loadAddon, median } from './lib/engine-cli.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-};
-const backend = opt('--backend', 'cpu');
-const threads = Number(opt('--threads', String(os.availableParallelism())));
-const reps = Number(opt('--reps', '3'));
+const { opt, backend, threads, reps } = engineOptions(3);
 const bound = Number(opt('--bound', '16'));
 const modelPath = opt('--model', null) ?? (await ensureModel('qwen2-0.5b', { quiet: false }));
-
-const require = createRequire(import.meta.url);
-const addon = require(path.join(repo, 'build/native', backend, 'svc_engine.node'));
+const addon = loadAddon(backend);
 // llama.cpp logs its compute buffers each time it plans its graphs: the last size per
 // buffer, and how many plans, tell what the mode costs in memory and in re-plans.
 let buffers = {}, plans = 0;
@@ -44,7 +32,6 @@ addon.setLogger((level, text) => {
 const model = await addon.loadModel(modelPath, { nGpuLayers: -1 });
 const prompt = model.tokenizeSync('The quick brown fox jumps over the lazy dog. Once upon a time', true, false);
 const n0 = prompt.length;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const batchOf = (entries) => ({
   tokens: Int32Array.from(entries, (e) => e[0]),
