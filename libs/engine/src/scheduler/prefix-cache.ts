@@ -12,8 +12,8 @@ import { NativeContext } from '../backend/native-addon';
  * for architectures it leaves out, every cell up to the highest used one). A step
  * of several requests spans all their cells and whatever lies between, a request
  * sharing an entry's prefix spans from that entry's cells to its own. On a CPU
- * that is real compute, so while anything decodes an entry keeps resident only the prefix running
- * requests share with it, the rest moving to the host tier (demoteIdle), and
+ * that is real compute, so while anything decodes an entry keeps resident only
+ * the prefix running requests share with it, the rest moving to the host tier (demoteIdle), and
  * while nothing runs entries move there too (demoteOneIdle); an entry shorter
  * than MIN_PROMOTE_TOKENS is dropped instead, as no match would write it back.
  * With the KV cache on a device it is the reverse (see PrefixCacheLimits.kvOnDevice): entries stay
