@@ -80,10 +80,6 @@ async function measure(ctx, layout) {
     out.decode.push((performance.now() - t0) / 64);
     out.tokens = tokens;
     sampler.dispose();
-    if (layout === 'around') {
-      // the next repetition's prompt goes where this one was, between the two groups
-      ctx.seqRemove(1, -1, -1);
-    }
   }
   for (const s of [...below, ...after, 1]) ctx.seqRemove(s, -1, -1);
   return { short_ms: median(out.short), prefill_ms: median(out.prefill), decode_ms: median(out.decode), tokens: out.tokens };
