@@ -1,6 +1,9 @@
 import OpenAI from 'openai';
 import { request } from 'node:http';
+import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -206,11 +209,44 @@ describe('the no-model state', () => {
     const models = await (await fetch(`${srv.url}/v1/models`)).json();
     expect(models).toEqual({ object: 'list', data: [] });
   });
+
+  it('answers 503 whatever model a generation request names; store routes still say 404', async () => {
+    const r = await postJson(`${srv.url}/v1/chat/completions`, { model: 'foo', messages: [{ role: 'user', content: 'x' }] });
+    expect(r.status).toBe(503);
+    const g = await postJson(`${srv.url}/api/generate`, { model: 'foo', prompt: 'x' });
+    expect(g.json).toEqual({ error: 'this server has no model. Pull one: POST /api/pull' });
+    const show = await postJson(`${srv.url}/api/show`, { model: 'foo' });
+    expect(show.status).toBe(404);
+  });
 });
 
 describe('startup flags', () => {
   it('refuse unknown flags and bad values with a clear message', async () => {
     await expect(startServer(['-nonsense'])).rejects.toThrow(/unknown flag -nonsense/);
     await expect(startServer(['-concurrency', 'lots'])).rejects.toThrow(/flag -concurrency wants an integer/);
+  });
+
+  it('refuse a -m path that names no file (a store name is looked up later)', async () => {
+    await expect(startServer(['-m', '/nowhere/model.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -m: no model file at \/nowhere\/model\.gguf/);
+    await expect(startServer(['-m', './nowhere'])).rejects.toThrow(/flag -m: no model file at \.\/nowhere/);
+  });
+});
+
+describe('npm start (scripts/start-demo.mjs)', () => {
+  it('serves the demo model from the fixtures folder; arguments go to svc', async () => {
+    const srv = await startServer(['-threads', '2'], { entry: 'scripts/start-demo.mjs' });
+    try {
+      const r = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 10, temperature: 0 });
+      expect(r.json.model).toBe('stories260K');
+      expect(r.json.choices[0].text).toBe(', there was a little girl named Lily');
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  it('without the file and without downloads, says so and exits 2', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'svc-no-models-'));
+    const env = { SVC_MODELS_DIR: empty, SVC_CACHE_DIR: empty, SVC_NO_DOWNLOAD: '1' };
+    await expect(startServer([], { entry: 'scripts/start-demo.mjs', env })).rejects.toThrow(/exited with 2:[\s\S]*the demo model is not here/);
   });
 });

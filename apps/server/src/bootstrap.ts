@@ -8,6 +8,7 @@ import { ModelManager } from '../../../libs/engine/src/models/model-manager';
 import { NoModelError } from '../../../libs/engine/src/core/errors';
 import { installBodyParsing } from '../../../libs/http/src/body-parsing';
 import { HttpErrorFilter } from '../../../libs/http/src/error.filter';
+import { clientErrorHandler, frameworkErrors } from '../../../libs/http/src/transport-errors';
 import { validationPipe } from '../../../libs/http/src/validation';
 import { BootState } from '../../../libs/observability/src/boot-state';
 import { MetricsService } from '../../../libs/observability/src/metrics.service';
@@ -34,7 +35,9 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert), ...mtls } : undefined;
   // No Nest middleware is used: without @fastify/middie no request pays for a middleware
   // pass (a module that adds one fails at boot, as fastify then has no use()).
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, ...(https ? { https } : {}) });
+  // Errors answered before any route runs get the spec's shape too (`as never`: Fastify types that
+  // hook generically over every server kind; ours is plain HTTP(S)).
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, frameworkErrors: frameworkErrors as never, clientErrorHandler, ...(https ? { https } : {}) });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
     logger: LEVELS[config.logLevel],
     bodyParser: false,

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { bootstrap } from './bootstrap';
-import { buildConfig, VERSION } from './config/server-config';
+import { buildConfig, checkDefaultModelFile, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     }
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);
+    checkDefaultModelFile(config);
   } catch (err) {
     if (err instanceof FlagError) {
       console.error(`svc: ${err.message}`);

@@ -22,10 +22,25 @@ function describe(errors: ValidationError[], prefix = ''): string {
   const out: string[] = [];
   for (const e of errors) {
     const field = prefix ? `${prefix}.${e.property}` : e.property;
-    if (e.constraints) out.push(`${field}: ${Object.values(e.constraints)[0]}`);
+    if (e.constraints) out.push(`${field}: ${firstProblem(e.constraints)} (got ${typeOf(e.value)})`);
     if (e.children?.length) out.push(describe(e.children, field));
   }
   return out.filter(Boolean).join('; ');
+}
+
+/** A type check's message before a range's: "ten" is not an integer, rather than one "less than 0". */
+function firstProblem(constraints: Record<string, string>): string {
+  const keys = Object.keys(constraints);
+  return constraints[keys.find((k) => /^is[A-Z]/.test(k)) ?? keys[0]];
+}
+
+function typeOf(v: unknown): string {
+  if (v === undefined) return 'no value';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  if (typeof v === 'number' || typeof v === 'boolean') return `${typeof v} ${v}`;
+  return typeof v === 'object' ? 'an object' : typeof v;
 }
 
 type Lookup = (target: unknown, schema: string, always: boolean, strictGroups: boolean, groups?: string[]) => unknown[];

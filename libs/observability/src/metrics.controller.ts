@@ -19,7 +19,8 @@ export class MetricsController {
   /** The default model's numbers (or ?model=), as JSON. */
   @Get('v1/stats')
   async stats(@Query('model') model?: string): Promise<unknown> {
-    const name = model ?? this.models.catalog.defaultName() ?? '';
+    // An empty name is the default model, as in a request's `model` (spec rule 1).
+    const name = model || (this.models.catalog.defaultName() ?? '');
     const lm = (await this.models.resident()).find((m) => sameModel(m.name, name));
     if (!lm) throw new NotFoundException(`no loaded model named ${name}`);
     const s = lm.scheduler.stats;

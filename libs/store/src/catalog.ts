@@ -104,7 +104,11 @@ export class ModelCatalog {
     return all[0]?.name;
   }
 
-  resolve(name: string): CatalogEntry {
+  /**
+   * The entry a name (or '' for the default) stands for. With `generating`, an empty catalog is
+   * the no-model state whatever the name (spec rule 7: generation routes answer 503 then).
+   */
+  resolve(name: string, opts: { generating?: boolean } = {}): CatalogEntry {
     // The -m file wins its name in list(): every request naming it (or none)
     // is answered without reading the stores' folders and manifests again.
     if (this.defaultFile && (name === '' || sameModel(modelNameOf(this.defaultFile), name))) {
@@ -125,7 +129,7 @@ export class ModelCatalog {
     if (want === undefined) throw new NoModelError();
     const hit = all.find((e) => sameModel(e.name, want));
     if (hit) return hit;
-    if (all.length === 0 && name === '') throw new NoModelError();
+    if (all.length === 0 && (name === '' || opts.generating)) throw new NoModelError();
     throw new ModelNotFoundError(notFoundMessage(want, all));
   }
 

@@ -33,17 +33,17 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts the real server process (bin/svc.js) on a free loopback port and waits
- * until /healthz answers 200 (or `waitFor` says otherwise).
+ * Starts the real server process (bin/svc.js, or `entry`) on a free loopback port and waits
+ * until /healthz answers 200 (or `waitStatus` says otherwise).
  */
 export async function startServer(
   args: string[],
-  opts: { env?: Record<string, string>; waitStatus?: number[]; timeoutMs?: number; tls?: TlsClientOptions } = {},
+  opts: { env?: Record<string, string>; waitStatus?: number[]; timeoutMs?: number; tls?: TlsClientOptions; entry?: string } = {},
 ): Promise<RunningServer> {
   const port = await freePort();
   const store = mkdtempSync(join(tmpdir(), 'svc-store-'));
   let out = '';
-  const proc = spawn(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', `127.0.0.1:${port}`, '-store', store, ...args], {
+  const proc = spawn(process.execPath, [join(ROOT, opts.entry ?? join('bin', 'svc.js')), '-addr', `127.0.0.1:${port}`, '-store', store, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

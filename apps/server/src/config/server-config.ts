@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
@@ -119,4 +120,16 @@ function parseAddr(addr: string): [string, number] {
   const port = Number(m[3]);
   if (port > 65535) throw new FlagError(`flag -addr port out of range: ${port}`);
   return [m[1] ?? (m[2] || '0.0.0.0'), port];
+}
+
+/**
+ * At startup (not in buildConfig, which also checks manifests written for another machine's
+ * files): a -m path that names no file is a mistake to say at once, not a server started with
+ * no model. Store names (`qwen2.5:0.5b`, `hf.co/org/repo:tag`) neither end in .gguf nor start
+ * with / or ./.
+ */
+export function checkDefaultModelFile(config: ServerConfig): void {
+  const m = config.defaultModel;
+  const looksLikePath = m !== undefined && (/\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m));
+  if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -m: no model file at ${m}`);
 }

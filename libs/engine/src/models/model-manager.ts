@@ -67,7 +67,7 @@ export class ModelManager {
    * fresh load stays until memory is needed; dialects pass `{ keepAlive }`.
    */
   async acquire(name: string, opts?: AcquireOptions): Promise<LoadedModel> {
-    const entry = this.catalog.resolve(name);
+    const entry = this.catalog.resolve(name, { generating: true });
     const keepMs = opts ? parseKeepAlive(opts.keepAlive) : undefined;
     let p = this.loaded.get(entry.path);
     if (!p) {

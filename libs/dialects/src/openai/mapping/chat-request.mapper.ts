@@ -1,7 +1,7 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
 import { checkMessages, constraintFrom, prefixCacheFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
-import { ChatCompletionRequestDto } from '../protocol/chat-completion.dto';
+import { ChatCompletionRequestDto, ResponseFormat } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
 import { CompletionRequestDto } from '../protocol/completion.dto';
 
@@ -43,9 +43,9 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
     model: d.model ?? '',
     prompt: { kind: 'text', text: prompt[0] },
     sampling: { ...samplingFrom(d), ignoreEos: d.ignore_eos },
-    maxTokens: d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
+    maxTokens: d.max_completion_tokens ?? d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
     stop: stopsFrom(d.stop),
-    constraint: constraintFrom(d, { kind: 'none' }),
+    constraint: constraintFrom(d, responseFormat(d.response_format)),
     logprobs: d.logprobs !== undefined ? (d.logprobs > 0 ? d.logprobs : -1) : 0,
     ...prefixCacheFrom(d),
     session: d.svc_session,
@@ -53,11 +53,11 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
   };
 }
 
-function checkN(n: number | undefined): void {
-  if (n !== undefined && n !== 1) throw new InvalidRequestError(`n must be 1; this server returns one choice per request (got ${n})`);
+function checkN(n: number | null | undefined): void {
+  if (n !== undefined && n !== null && n !== 1) throw new InvalidRequestError(`n must be 1; this server returns one choice per request (got ${n})`);
 }
 
-function responseFormat(rf: ChatCompletionRequestDto['response_format']): OutputConstraint {
+function responseFormat(rf: ResponseFormat | undefined): OutputConstraint {
   if (!rf || rf.type === undefined || rf.type === 'text') return { kind: 'none' };
   if (rf.type === 'json_object') return { kind: 'json' };
   if (rf.type === 'json_schema') {

@@ -1,19 +1,19 @@
-import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf } from 'class-validator';
 import { SamplingFieldsDto } from '../../shared/sampling.dto';
 import { IsStringOrObject } from '../../shared/validators';
+
+export type ResponseFormat = { type?: string; json_schema?: { name?: string; schema?: unknown; strict?: boolean } };
 
 export class ChatCompletionRequestDto extends SamplingFieldsDto {
   @IsArray() messages!: Array<Record<string, unknown>>;
   @IsOptional() @IsInt() @Min(0) max_tokens?: number;
   @IsOptional() @IsInt() @Min(0) max_completion_tokens?: number;
-  @IsOptional() @IsObject() response_format?: { type?: string; json_schema?: { name?: string; schema?: unknown; strict?: boolean } };
+  @IsOptional() @IsObject() response_format?: ResponseFormat;
   @IsOptional() @IsArray() tools?: Array<Record<string, unknown>>;
   @IsOptional() @ValidateIf((_o, v) => v !== null) @IsStringOrObject() tool_choice?: string | { type?: string; function?: { name?: string } };
   @IsOptional() @IsBoolean() parallel_tool_calls?: boolean;
   @IsOptional() @IsBoolean() logprobs?: boolean;
   @IsOptional() @IsInt() @Min(0) @Max(20) top_logprobs?: number;
-  @IsOptional() @IsInt() n?: number;
-  // Read by nobody, accepted for compatibility (spec: ignored).
-  @IsOptional() @IsString() user?: string;
-  @IsOptional() @IsObject() stream_options?: Record<string, unknown>;
+  @IsOptional() @IsInt() n?: number | null;
+  // user and stream_options are ignored (spec), whatever their type: not declared here.
 }
