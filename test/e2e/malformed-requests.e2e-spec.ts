@@ -76,8 +76,8 @@ describe('malformed requests', () => {
     expect(message(lp)).toBe('cannot parse request: logprobs: logprobs must be an integer number (got boolean true)');
   });
 
-  it('fields the spec ignores are ignored whatever their type; n may be null', async () => {
-    const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 1, user: 5, stream_options: 'junk', n: null });
+  it('fields the spec ignores are ignored whatever their type; n and stop may be null', async () => {
+    const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 1, user: 5, stream_options: 'junk', n: null, stop: null });
     expect(r.status).toBe(200);
     expect(r.json.object).toBe('chat.completion');
     const c = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', max_tokens: 1, user: [1], n: null });

@@ -135,6 +135,27 @@ describe('logprobs (stories260K)', () => {
     expect(lp.token_logprobs[0]).toBeCloseTo(Math.max(...ls), 3);
   });
 
+  it('a stop string keeps its tokens out of logprobs, as out of the text; logprobs null is off', async () => {
+    // Greedy "Once upon a time" goes on ", there was a little girl named Lily"; " girl" and " named"
+    // are tokens that write only the stop string.
+    const r: any = await client.completions.create({ model: '', prompt: 'Once upon a time', max_tokens: 12, temperature: 0, logprobs: 1, stop: [' girl named'] });
+    expect(r.choices[0].text).toBe(', there was a little');
+    expect(r.choices[0].finish_reason).toBe('stop');
+    expect(r.choices[0].logprobs.tokens).toEqual([',', ' there', ' was', ' a', ' little']);
+    expect(r.choices[0].logprobs.token_logprobs).toHaveLength(5);
+    // Chat: the token that writes the last character before the stop stays, those after it go.
+    const chat: any = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 30, temperature: 0, logprobs: true, stop: ['excited'] } as never);
+    const content: string = chat.choices[0].message.content;
+    const tokens: string[] = chat.choices[0].logprobs.content.map((t: { token: string }) => t.token);
+    expect(content.length).toBeGreaterThan(0);
+    expect(tokens.join('').startsWith(content)).toBe(true);
+    expect(tokens.slice(0, -1).join('').length).toBeLessThan(content.length);
+    // logprobs null is "off" (OpenAI's default), so the request may stream.
+    const off = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', max_tokens: 2, logprobs: null, stop: null, stream: true });
+    expect(off.status).toBe(200);
+    expect(off.text).not.toMatch(/"logprobs":\{/);
+  });
+
   it('a token that is only part of a character is written bytes:\\xNN, offsets count the character once', async () => {
     // The whole "é" token is banned, so the grammar's "été" must be spelled with byte tokens.
     const whole = vocab.get(Buffer.from('é').toString('hex'))!;

@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import OpenAI from 'openai';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
@@ -136,5 +137,30 @@ describe('graceful shutdown', () => {
     }
     expect(text.trim().endsWith('data: [DONE]')).toBe(true);
     expect(await exit).toBe(0);
+  });
+
+  it('a keep-alive client whose request finishes during the shutdown does not hold the exit', async () => {
+    const srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+    const agent = new Agent({ keepAlive: true, keepAliveMsecs: 60_000 });
+    const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, temperature: 0, ignore_eos: true });
+    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(`${srv.url}/v1/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    await new Promise((r) => setTimeout(r, 30));
+    const t0 = Date.now();
+    // stop() kills the server after 15 s; before, the idle connection held it for 60 s and it exited 1.
+    const exit = srv.stop('SIGTERM');
+    const a = await answer;
+    expect(a.status).toBe(200);
+    expect(JSON.parse(a.text).usage.completion_tokens).toBe(400);
+    expect(await exit).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    agent.destroy();
   });
 });

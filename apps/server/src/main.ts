@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import { bootstrap } from './bootstrap';
 import { buildConfig, checkDefaultModelFile, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
@@ -41,6 +42,11 @@ async function main(): Promise<void> {
     console.error(`svc: ${signal}: finishing running requests`);
     const force = setTimeout(() => process.exit(1), 60_000);
     force.unref();
+    // A keep-alive connection whose request finishes during the close stays open and would hold
+    // the close until the forced exit: such connections are closed as soon as they go idle.
+    const server = app.getHttpServer() as Server;
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    sweep.unref();
     app.close().then(
       () => process.exit(0),
       (err) => {

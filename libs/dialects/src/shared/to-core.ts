@@ -51,8 +51,9 @@ export function prefixCacheFrom(d: SamplingFieldsDto): Pick<GenerationRequest, '
   return { retainPrefix: d.svc_retain_prefix ?? true, reusePrefix: d.cache_prompt ?? true };
 }
 
-export function stopsFrom(stop: string | string[] | undefined): string[] {
-  if (stop === undefined) return [];
+export function stopsFrom(stop: string | string[] | null | undefined): string[] {
+  // null is "no stop", as in the OpenAI API.
+  if (stop === undefined || stop === null) return [];
   return (Array.isArray(stop) ? stop : [stop]).filter((s) => s.length > 0);
 }
 

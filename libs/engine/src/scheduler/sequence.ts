@@ -68,6 +68,11 @@ export class Sequence {
   private rawText = '';
   private emittedContent = '';
   private pendingLogprobs: TokenLogprob[] = [];
+  /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
+  private pendingStarts: number[] = [];
+  /** Characters decoded, and released past the stop matcher (a stop string's are never released). */
+  private decodedChars = 0;
+  private releasedChars = 0;
 
   constructor(
     readonly spec: SequenceSpec,
@@ -112,9 +117,13 @@ export class Sequence {
     this.lastToken = token;
     if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };
     const bytes = this.model.tokenToPiece(token, false);
-    if (lp) this.pendingLogprobs.push(this.renderLogprob(bytes, lp));
+    if (lp) {
+      this.pendingLogprobs.push(this.renderLogprob(bytes, lp));
+      this.pendingStarts.push(this.decodedChars);
+    }
     const text = this.decoder.push(bytes);
     if (text) {
+      this.decodedChars += text.length;
       const { emit, stop } = this.stops.push(text);
       this.output(emit);
       if (stop !== undefined) return { finish: 'stop', stop };
@@ -146,7 +155,10 @@ export class Sequence {
         finishReason = 'tool_calls';
       }
     }
-    if (this.pendingLogprobs.length > 0) this.channel.push({ type: 'delta', text: '', logprobs: this.takeLogprobs() });
+    // Tokens that only wrote the stop string keep their logprobs out too, as their text.
+    if (stop === undefined) this.releasedChars = Infinity;
+    const rest = this.takeLogprobs();
+    if (rest) this.channel.push({ type: 'delta', text: '', logprobs: rest });
     const prefillEnd = this.firstTokenAt || decodeEnd;
     this.channel.push({
       type: 'done',
@@ -172,6 +184,7 @@ export class Sequence {
 
   private output(text: string): void {
     if (!text) return;
+    this.releasedChars += text.length;
     if (this.spec.toolParser) {
       this.rawText += text;
       this.emitContent(this.spec.toolParser.parse(this.rawText, true).content);
@@ -189,11 +202,13 @@ export class Sequence {
     }
   }
 
+  /** The pending logprobs of tokens whose text has (at least partly) been released. */
   private takeLogprobs(): TokenLogprob[] | undefined {
-    if (this.pendingLogprobs.length === 0) return undefined;
-    const out = this.pendingLogprobs;
-    this.pendingLogprobs = [];
-    return out;
+    let n = 0;
+    while (n < this.pendingLogprobs.length && this.pendingStarts[n] < this.releasedChars) n++;
+    if (n === 0) return undefined;
+    this.pendingStarts.splice(0, n);
+    return this.pendingLogprobs.splice(0, n);
   }
 
   private renderLogprob(bytes: Buffer, lp: NativeTokenLogprob): TokenLogprob {

@@ -36,7 +36,9 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
 export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortSignal): GenerationRequest {
   checkN(d.n);
   // Refused rather than silently dropped: the streamed chunks carry no logprobs.
-  if (d.logprobs !== undefined && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
+  // null is "off", as in the OpenAI API.
+  const logprobs = d.logprobs ?? undefined;
+  if (logprobs !== undefined && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
   const prompt = Array.isArray(d.prompt) ? d.prompt : [d.prompt];
   if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
   return {
@@ -46,7 +48,7 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
     maxTokens: d.max_completion_tokens ?? d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
     stop: stopsFrom(d.stop),
     constraint: constraintFrom(d, responseFormat(d.response_format)),
-    logprobs: d.logprobs !== undefined ? (d.logprobs > 0 ? d.logprobs : -1) : 0,
+    logprobs: logprobs !== undefined ? (logprobs > 0 ? logprobs : -1) : 0,
     ...prefixCacheFrom(d),
     session: d.svc_session,
     signal,

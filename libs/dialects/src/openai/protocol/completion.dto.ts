@@ -9,7 +9,7 @@ export class CompletionRequestDto extends SamplingFieldsDto {
   // The rest of chat's sampling fields (spec: completions take the same).
   @IsOptional() @IsInt() @Min(0) max_completion_tokens?: number;
   @IsOptional() @IsObject() response_format?: ResponseFormat;
-  @IsOptional() @IsInt() @Min(0) @Max(20) logprobs?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(20) logprobs?: number | null;
   @IsOptional() @IsInt() n?: number | null;
   @IsOptional() @IsBoolean() echo?: boolean;
   @IsOptional() @IsBoolean() ignore_eos?: boolean;
