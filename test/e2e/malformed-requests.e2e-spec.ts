@@ -53,6 +53,22 @@ describe('malformed requests', () => {
     expect(ollama.json).toEqual({ error: 'malformed JSON: unexpected end of input, expected a value at offset 9 (in model)' });
   });
 
+  it('a body is JSON whatever its declared type (curl -d sends a form type); it must be an object', async () => {
+    const body = JSON.stringify({ model: '', prompt: 'Once', stream: false, options: { num_predict: 2 } });
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain', undefined]) {
+      const r = await fetch(`${srv.url}/api/generate`, { method: 'POST', headers: type ? { 'content-type': type } : {}, body: new TextEncoder().encode(body) });
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { eval_count: number }).eval_count).toBe(2);
+    }
+    for (const [text, got] of [['[]', 'an array'], ['"x"', 'the string "x"'], ['null', 'null'], ['3', 'number 3']]) {
+      const r = await chat(text);
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error: { message: `cannot parse request: the body must be a JSON object (got ${got})`, type: 'Bad Request' } });
+    }
+    const ollama = await postJson(`${srv.url}/api/chat`, '[]');
+    expect(ollama.json).toEqual({ error: 'cannot parse request: the body must be a JSON object (got an array)' });
+  });
+
   it('a small body nested thousands of levels deep is refused, not a 500', async () => {
     for (const [open, close] of [['[', ']'], ['{"a":', '}']]) {
       const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"x":${open.repeat(3000)}1${close.repeat(3000)}}`;

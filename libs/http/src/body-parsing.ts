@@ -62,8 +62,10 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
   fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
     collectBody(req, payload, limit, (body) => done(null, body), done),
   );
-  fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+  // JSON whatever the declared type, as Ollama and llama-server read bodies: `curl -d '{...}'` sends
+  // application/x-www-form-urlencoded, and Ollama's own examples rely on that working.
+  fastify.removeContentTypeParser(['application/json', 'text/plain']);
+  fastify.addContentTypeParser(['application/json', '*'], { bodyLimit: BINARY_MAX }, (req, payload, done) =>
     collectBody(req, payload, limit, (body) => {
       const text = body.toString('utf8');
       if (text.trim() === '') return done(null, {});

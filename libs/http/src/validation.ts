@@ -1,4 +1,4 @@
-import { BadRequestException, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, BadRequestException, ValidationError, ValidationPipe } from '@nestjs/common';
 import { getMetadataStorage, IS_OPTIONAL, ValidationTypes } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 
@@ -9,13 +9,27 @@ import type { ValidationMetadata } from 'class-validator/types/metadata/Validati
 export function validationPipe(): ValidationPipe {
   memoizeRuleLookup();
   skipAbsentOptionalFields();
-  return new ValidationPipe({
+  return new BodyValidationPipe({
     transform: true,
     whitelist: false,
     forbidUnknownValues: false,
     transformOptions: { enableImplicitConversion: false },
     exceptionFactory: (errors) => new BadRequestException(`cannot parse request: ${describe(errors)}`),
   });
+}
+
+/** Types Nest's pipe leaves unchecked (a body declared as one of them is taken as it comes). */
+const UNCHECKED: unknown[] = [String, Boolean, Number, Array, Object, Buffer, Date];
+
+/** A request DTO is an object: a body that is an array, a string or null is said to be one. */
+class BodyValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const dto = metadata.type === 'body' && metadata.metatype && !UNCHECKED.includes(metadata.metatype);
+    if (dto && value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) {
+      throw new BadRequestException(`cannot parse request: the body must be a JSON object (got ${typeOf(value)})`);
+    }
+    return super.transform(value, metadata);
+  }
 }
 
 function describe(errors: ValidationError[], prefix = ''): string {
