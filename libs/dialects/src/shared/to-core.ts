@@ -92,3 +92,17 @@ export function textOf(content: unknown): string {
 }
 
 export type { CoreMessage };
+
+/** An optional string field of a tool: null is absent; another type is a 400 naming the field. */
+export function optionalText(v: unknown, field: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new InvalidRequestError(`cannot parse request: ${field} must be a string`);
+  return v;
+}
+
+/** A tool's parameter schema: null is absent; anything but an object is a 400 naming the field. */
+export function schemaOrAbsent(v: unknown, field: string): Record<string, unknown> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new InvalidRequestError(`cannot parse request: ${field} must be a JSON Schema object`);
+  return v as Record<string, unknown>;
+}

@@ -9,13 +9,15 @@ import {
   PromptInput,
   SamplingParams,
 } from '../../../../engine/src/core/generation-request';
-import { checkMessages, stopsFrom } from '../../shared/to-core';
+import { checkMessages, optionalText, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ChatRequestDto, GenerateRequestDto, RunnerMessage, RunnerOptionsDto, RunnerToolCall } from '../protocol/local-runner.dto';
 
 export const RUNNER_DEFAULT_NUM_PREDICT = 512;
 
 /** /api/generate → the core request. raw sends the prompt as is; otherwise it goes through the chat template. */
 export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): GenerationRequest {
+  // A raw prompt is text with no place for media: refused rather than sent without them.
+  if (d.raw && d.images?.length) throw new InvalidRequestError('images need the chat template: send them without raw');
   const prompt: PromptInput = d.raw
     ? { kind: 'text', text: d.prompt ?? '' }
     : {
@@ -42,7 +44,7 @@ function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, signa
     prompt,
     sampling: samplingFromOptions(o),
     // num_predict < 0 means "until the context fills" in the local-runner: the engine stops at the context anyway.
-    maxTokens: o.num_predict === undefined ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict < 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
+    maxTokens: o.num_predict === undefined || o.num_predict === null ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict < 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
     stop: stopsFrom(o.stop),
     constraint: formatToConstraint(d.format),
     logprobs: 0,
@@ -121,13 +123,14 @@ function withImages(text: string, images: string[] | undefined): CoreMessage['co
   return parts;
 }
 
-function toCoreTool(t: Record<string, unknown>, i: number): CoreTool {
-  const fn = t.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
-  if ((t.type !== undefined && t.type !== 'function') || !fn || typeof fn.name !== 'string') {
+function toCoreTool(t: Record<string, unknown> | null, i: number): CoreTool {
+  const fn = t?.function as { name?: unknown; description?: unknown; parameters?: unknown } | null | undefined;
+  // null is "absent" in every optional field, as clients send it.
+  if (!t || typeof t !== 'object' || (t.type != null && t.type !== 'function') || !fn || typeof fn !== 'object' || typeof fn.name !== 'string') {
     throw new InvalidRequestError(`cannot parse request: tools[${i}] must be {type: "function", function: {name, parameters}}`);
   }
   return {
     type: 'function',
-    function: { name: fn.name, description: fn.description as string | undefined, parameters: fn.parameters as Record<string, unknown> | undefined },
+    function: { name: fn.name, description: optionalText(fn.description, `tools[${i}].function.description`), parameters: schemaOrAbsent(fn.parameters, `tools[${i}].function.parameters`) },
   };
 }

@@ -65,7 +65,9 @@ export class RunnerRenderer {
       prompt_eval_count: u.promptTokens,
       prompt_eval_duration: ns(u.prefillMs),
       eval_count: u.completionTokens,
-      eval_duration: ns(u.decodeMs),
+      // The first token comes out of the prompt's step, so one token takes no decode time: at least
+      // 1 µs then, as llama-server reports, so clients dividing count by duration get no infinity.
+      eval_duration: u.completionTokens > 0 ? Math.max(1000, ns(u.decodeMs)) : ns(u.decodeMs),
     };
   }
 }

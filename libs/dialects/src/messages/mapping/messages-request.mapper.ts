@@ -8,7 +8,7 @@ import {
   GenerationRequest,
   PromptInput,
 } from '../../../../engine/src/core/generation-request';
-import { checkMessages, constraintFrom, prefixCacheFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { MessagesBlock, MessagesInputMessage, MessagesRequestDto, MessagesTool, MessagesToolChoice } from '../protocol/messages.dto';
 
 export const MESSAGES_DEFAULT_MAX_TOKENS = 1024;
@@ -39,8 +39,12 @@ export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'mes
   const messages: CoreMessage[] = [];
   const system = systemText(d.system);
   if (system !== undefined) messages.push({ role: 'system', content: system });
-  d.messages.forEach((m, i) => messages.push(...toCoreMessages(m, i)));
   const last = d.messages[d.messages.length - 1];
+  // A final assistant turn is a prefill the reply continues; an empty one asks for a plain reply
+  // (the dialect allows it), so it is left out rather than rendered as an empty, closed turn.
+  const prefill = last.role === 'assistant' && !isEmptyContent(last.content);
+  const given = prefill || last.role !== 'assistant' ? d.messages : d.messages.slice(0, -1);
+  given.forEach((m, i) => messages.push(...toCoreMessages(m, i)));
   let tools = d.tools?.map(toCoreTool);
   const choice = toolChoice(d.tool_choice, tools);
   // A forced tool: the template sees only that tool, so the call grammar can produce nothing else.
@@ -52,9 +56,12 @@ export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'mes
     toolChoice: choice,
     // The dialect allows parallel calls unless the caller disables them.
     parallelToolCalls: tools?.length ? !(d.tool_choice?.disable_parallel_tool_use ?? false) : undefined,
-    // A final assistant turn is a prefill: the reply continues it.
-    continueFinal: last.role === 'assistant',
+    continueFinal: prefill,
   };
+}
+
+function isEmptyContent(content: unknown): boolean {
+  return content === '' || (Array.isArray(content) && content.length === 0);
 }
 
 function systemText(system: MessagesRequestDto['system']): string | undefined {
@@ -132,7 +139,8 @@ function toolResultContent(b: MessagesBlock, at: string): CoreMessage['content']
 }
 
 /** image and document blocks. A plain-text document is text any model can read; the rest are media parts. */
-function mediaPart(b: MessagesBlock, at: string): CoreContentPart {
+function mediaPart(b: MessagesBlock | null, at: string): CoreContentPart {
+  if (!b || typeof b !== 'object') throw new InvalidRequestError(`cannot parse request: ${at} must be a content block`);
   const src = b.source as { type?: unknown; media_type?: unknown; data?: unknown; url?: unknown; content?: unknown } | undefined;
   if (b.type !== 'image' && b.type !== 'document') throw new InvalidRequestError(`cannot parse request: ${at}.type must be text, image or document`);
   if (!src || typeof src !== 'object') throw new InvalidRequestError(`cannot parse request: ${at}.source is required`);
@@ -147,19 +155,19 @@ function mediaPart(b: MessagesBlock, at: string): CoreContentPart {
   throw new InvalidRequestError(`cannot parse request: ${at}.source.type must be base64 or url${b.type === 'document' ? ', text or content' : ''}`);
 }
 
-function toCoreTool(t: MessagesTool, i: number): CoreTool {
-  if (t?.type !== undefined && t.type !== 'custom') {
+function toCoreTool(t: MessagesTool | null, i: number): CoreTool {
+  if (!t || typeof t !== 'object') throw new InvalidRequestError(`cannot parse request: tools[${i}] must be an object with name and input_schema`);
+  // null is "absent" in every optional field, as clients send it.
+  if (t.type != null && t.type !== 'custom') {
     throw new InvalidRequestError(`tools[${i}] is a server-side tool (${t.type}); this server runs no server-side tools: send custom tools with name and input_schema`);
   }
   if (typeof t.name !== 'string' || t.name === '') throw new InvalidRequestError(`cannot parse request: tools[${i}].name must be a string`);
-  if (t.input_schema !== undefined && (typeof t.input_schema !== 'object' || t.input_schema === null)) {
-    throw new InvalidRequestError(`cannot parse request: tools[${i}].input_schema must be a JSON Schema object`);
-  }
-  return { type: 'function', function: { name: t.name, description: t.description, parameters: t.input_schema } };
+  const parameters = schemaOrAbsent(t.input_schema, `tools[${i}].input_schema`);
+  return { type: 'function', function: { name: t.name, description: optionalText(t.description, `tools[${i}].description`), parameters } };
 }
 
 function toolChoice(tc: MessagesToolChoice | undefined, tools: CoreTool[] | undefined): CoreToolChoice | undefined {
-  if (!tc || tc.type === undefined) return undefined;
+  if (!tc || tc.type === undefined || tc.type === null) return undefined;
   switch (tc.type) {
     case 'auto':
       return 'auto';

@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
-import { checkMessages, constraintFrom, prefixCacheFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto, ResponseFormat } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
 import { CompletionRequestDto } from '../protocol/completion.dto';
@@ -83,14 +83,14 @@ function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessage {
   return out;
 }
 
-function toCoreTool(t: Record<string, unknown>, i: number): CoreTool {
-  const fn = t.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
-  if (t.type !== 'function' || !fn || typeof fn.name !== 'string') {
+function toCoreTool(t: Record<string, unknown> | null, i: number): CoreTool {
+  const fn = t?.function as { name?: unknown; description?: unknown; parameters?: unknown } | null | undefined;
+  if (!t || typeof t !== 'object' || t.type !== 'function' || !fn || typeof fn !== 'object' || typeof fn.name !== 'string') {
     throw new InvalidRequestError(`cannot parse request: tools[${i}] must be {type: "function", function: {name, parameters}}`);
   }
   return {
     type: 'function',
-    function: { name: fn.name, description: fn.description as string | undefined, parameters: fn.parameters as Record<string, unknown> | undefined },
+    function: { name: fn.name, description: optionalText(fn.description, `tools[${i}].function.description`), parameters: schemaOrAbsent(fn.parameters, `tools[${i}].function.parameters`) },
   };
 }
 

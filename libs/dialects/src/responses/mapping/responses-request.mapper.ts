@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { ContextRef, CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
-import { constraintFrom, samplingFrom, stopsFrom } from '../../shared/to-core';
+import { constraintFrom, optionalText, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ResponsesRequestDto, ResponsesTextFormat, ResponsesTool } from '../protocol/responses.dto';
 import { inputToCore } from './input-items.mapper';
 
@@ -58,14 +58,8 @@ function toCoreTool(t: ResponsesTool, i: number): CoreTool {
     throw new InvalidRequestError(`tools[${i}] is a hosted tool (${String(t.type)}); this server runs function tools only: {type: "function", name, parameters}`);
   }
   if (typeof t.name !== 'string' || t.name === '') throw new InvalidRequestError(`cannot parse request: tools[${i}].name must be a string`);
-  const params = t.parameters;
-  if (params !== undefined && params !== null && (typeof params !== 'object' || Array.isArray(params))) {
-    throw new InvalidRequestError(`cannot parse request: tools[${i}].parameters must be a JSON Schema object`);
-  }
-  return {
-    type: 'function',
-    function: { name: t.name, description: typeof t.description === 'string' ? t.description : undefined, parameters: (params ?? undefined) as Record<string, unknown> | undefined },
-  };
+  const parameters = schemaOrAbsent(t.parameters, `tools[${i}].parameters`);
+  return { type: 'function', function: { name: t.name, description: optionalText(t.description, `tools[${i}].description`), parameters } };
 }
 
 function toolChoice(tc: ResponsesRequestDto['tool_choice'], tools: CoreTool[] | undefined): CoreToolChoice | undefined {
