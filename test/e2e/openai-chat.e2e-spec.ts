@@ -150,7 +150,7 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
     expect(stats.model).toBe('stories260K');
     expect(stats.generated_tokens).toBeGreaterThan(0);
     const m = await (await fetch(`${srv.url}/metrics`)).text();
-    for (const name of ['svc_http_requests_total', 'svc_generated_tokens_total', 'svc_queue_depth', 'svc_batch_tokens_bucket', 'svc_time_to_first_token_seconds_bucket', 'svc_http_request_duration_seconds_bucket', 'svc_process_nodejs_eventloop_lag_seconds']) {
+    for (const name of ['svc_http_requests_total', 'svc_generated_tokens_total', 'svc_queue_depth', 'svc_batch_tokens_bucket', 'svc_time_to_first_token_seconds_bucket', 'svc_http_request_duration_seconds_bucket', 'svc_nodejs_eventloop_lag_seconds', 'svc_process_resident_memory_bytes']) {
       expect(m).toContain(name);
     }
   });

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Re
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { requestIdentity } from '../../http/src/identity';
 import { ContextsService } from './contexts.service';
+import { InvalidRequestError } from '../../engine/src/core/errors';
 
 /** KV-cache contexts (spec "Contexts"): every route on an existing context takes ?model=. */
 @Controller('v1/contexts')
@@ -10,8 +11,10 @@ export class ContextsController {
 
   @Post()
   @HttpCode(201)
-  async create(@Body() body: { model?: string; prompt?: unknown; messages?: unknown }, @Req() req: FastifyRequest): Promise<unknown> {
-    return (await this.contexts.create(String(body?.model ?? ''), requestIdentity(req), body ?? {})).toJSON();
+  async create(@Body() body: { model?: unknown; prompt?: unknown; messages?: unknown } | undefined, @Req() req: FastifyRequest): Promise<unknown> {
+    const b = jsonObject(body);
+    if (b.model != null && typeof b.model !== 'string') throw new InvalidRequestError('cannot parse request: model must be a string');
+    return (await this.contexts.create((b.model as string | null | undefined) ?? '', requestIdentity(req), b)).toJSON();
   }
 
   @Get()
@@ -47,7 +50,7 @@ export class ContextsController {
   @Post(':id/truncate')
   @HttpCode(200)
   async truncate(@Param('id') id: string, @Query('model') model: string | undefined, @Body() body: { tokens?: unknown; messages?: unknown }, @Req() req: FastifyRequest): Promise<unknown> {
-    return (await this.contexts.truncate(model ?? '', requestIdentity(req), id, body ?? {})).toJSON();
+    return (await this.contexts.truncate(model ?? '', requestIdentity(req), id, jsonObject(body))).toJSON();
   }
 
   @Get(':id/snapshot')
@@ -67,4 +70,13 @@ export class ContextsController {
   async remove(@Param('id') id: string, @Query('model') model: string | undefined, @Req() req: FastifyRequest): Promise<void> {
     await this.contexts.remove(model ?? '', requestIdentity(req), id);
   }
+}
+
+/** These bodies are declared inline, which the validation pipe leaves alone: an object, or none. */
+function jsonObject(body: unknown): Record<string, unknown> {
+  if (body === undefined) return {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || Buffer.isBuffer(body)) {
+    throw new InvalidRequestError('cannot parse request: the body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
 }

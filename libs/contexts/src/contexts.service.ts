@@ -7,8 +7,9 @@ import { CoreMessage } from '../../engine/src/core/generation-request';
 import { LoadedModel } from '../../engine/src/models/loaded-model';
 import { ModelManager } from '../../engine/src/models/model-manager';
 import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
+import { checkMessages } from '../../dialects/src/shared/to-core';
 import { ownerKey, RequestIdentity } from '../../http/src/identity';
-import { decodeState, encodeState, Precision } from './snapshot/kv-quant';
+import { decodeState, encodeState, Precision, statePositions } from './snapshot/kv-quant';
 import { decodeSnapshot, encodeSnapshot, FileKind, SnapshotFile, SnapshotFormatError } from './snapshot/snapshot-file';
 
 const PRECISIONS: Precision[] = ['f32', 'vq8', 'q8'];
@@ -22,9 +23,12 @@ export class ContextsService {
   ) {}
 
   async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }): Promise<KvContext> {
-    if (body.prompt !== undefined && body.messages !== undefined) throw new InvalidRequestError('send prompt or messages, not both');
+    if (body.prompt != null && body.messages != null) throw new InvalidRequestError('send prompt or messages, not both');
     const lm = await this.models.acquire(model);
     const tokens = await this.tokensOf(lm, body, true);
+    // As for a request's prompt: a context that holds no room for a token could never generate.
+    const limit = lm.scheduler.nCtxSeq;
+    if (tokens && tokens.length + 1 > limit) throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per context`);
     return lm.contexts.create(ownerKey(who), tokens);
   }
 
@@ -51,10 +55,10 @@ export class ContextsService {
   async truncate(model: string, who: RequestIdentity, id: string, body: { tokens?: unknown; messages?: unknown }): Promise<KvContext> {
     const { lm, ctx } = await this.find(model, who, id);
     let target: number;
-    if (body.tokens !== undefined) {
+    if (body.tokens != null) {
       if (typeof body.tokens !== 'number' || !Number.isInteger(body.tokens)) throw new InvalidRequestError('cannot parse request: tokens must be an integer');
       target = body.tokens;
-    } else if (body.messages !== undefined) {
+    } else if (body.messages != null) {
       target = (await this.tokensOf(lm, { messages: body.messages }, false))?.length ?? 0;
     } else {
       throw new InvalidRequestError('send tokens or messages');
@@ -102,7 +106,7 @@ export class ContextsService {
     const there = file.header.weights ?? file.header.layout;
     const same = file.header.weights ? file.header.weights === here : file.header.layout === layoutOf(lm);
     if (!same) throw new EngineError(`kv: snapshot was taken with different weights: snapshot holds ${there}, this cache holds ${here}`, 409);
-    return lm.contexts.restore(ownerKey(who), file.tokens, decodeState(file.payload, file.header.precision));
+    return lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file));
   }
 
   async import(model: string, who: RequestIdentity, body: Buffer): Promise<{ ctx: KvContext; from: string }> {
@@ -119,18 +123,53 @@ export class ContextsService {
     if (file.header.weights && file.header.weights !== here) {
       throw new EngineError(`this context was computed by weights with content ${file.header.weights}; this model's content is ${here}`, 409);
     }
-    const ctx = await lm.contexts.restore(ownerKey(who), file.tokens, decodeState(file.payload, file.header.precision));
+    const ctx = await lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file));
     return { ctx, from: file.header.context ?? '' };
   }
 
   private open(kind: FileKind, body: Buffer): SnapshotFile {
     if (!Buffer.isBuffer(body)) throw new InvalidRequestError(`send the ${kind} file as the request body (application/octet-stream)`);
+    let file: SnapshotFile;
     try {
-      return decodeSnapshot(kind, body, this.config.features.contextKey);
+      file = decodeSnapshot(kind, body, this.config.features.contextKey);
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw new EngineError(err.message, err.status);
       throw err;
     }
+    const h = file.header as Partial<Record<keyof SnapshotFile['header'], unknown>> | null;
+    const strings = ['layout', 'weights', 'owner', 'marking', 'context'] as const;
+    if (!h || typeof h !== 'object' || Array.isArray(h) || strings.some((k) => h[k] !== undefined && typeof h[k] !== 'string')) {
+      throw new InvalidRequestError('corrupt context file: its header is not a context header');
+    }
+    if (!PRECISIONS.includes(h.precision as Precision)) throw new InvalidRequestError(`corrupt context file: unknown precision ${JSON.stringify(h.precision)}`);
+    return file;
+  }
+
+  /**
+   * The KV state a file holds, checked before llama.cpp reads it: a cell for each of the file's
+   * tokens, at positions 0..n-1, within the positions a context of this model holds. llama.cpp
+   * sizes a batch by the state's cell count and trusts its positions; a forged file got the
+   * server killed for memory, or restored a context whose next decode failed the whole step.
+   */
+  private stateOf(lm: LoadedModel, file: SnapshotFile): Buffer {
+    let positions: Int32Array;
+    let state: Buffer;
+    try {
+      state = decodeState(file.payload, file.header.precision);
+      positions = statePositions(state);
+    } catch (err) {
+      throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
+    }
+    const n = file.tokens.length;
+    if (positions.length !== n) throw new InvalidRequestError(`corrupt context file: its KV state holds ${positions.length} cells for ${n} tokens`);
+    const seen = new Uint8Array(n);
+    for (const p of positions) {
+      if (p < 0 || p >= n || seen[p]) throw new InvalidRequestError(`corrupt context file: its KV state holds position ${p}, not one of 0..${n - 1} once each`);
+      seen[p] = 1;
+    }
+    const limit = lm.scheduler.nCtxSeq;
+    if (n + 1 > limit) throw new InvalidRequestError(`the context is ${n} tokens; ${lm.name} holds ${limit} positions per context`);
+    return state;
   }
 
   /**
@@ -147,12 +186,17 @@ export class ContextsService {
   }
 
   private async tokensOf(lm: LoadedModel, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<Int32Array | undefined> {
-    if (body.prompt !== undefined) {
+    // null is "absent", as in every optional field.
+    if (body.prompt != null) {
       if (typeof body.prompt !== 'string') throw new InvalidRequestError('cannot parse request: prompt must be a string');
       return lm.native.tokenize(body.prompt, true, true);
     }
-    if (body.messages !== undefined) {
+    if (body.messages != null) {
       if (!Array.isArray(body.messages)) throw new InvalidRequestError('cannot parse request: messages must be an array');
+      body.messages.forEach((m: unknown, i: number) => {
+        if (!m || typeof m !== 'object' || Array.isArray(m)) throw new InvalidRequestError(`cannot parse request: messages[${i}] must be a message object`);
+      });
+      if (body.messages.length > 0) checkMessages(body.messages as Array<{ role?: unknown }>);
       const rendered = renderPrompt(lm.native, { kind: 'chat', messages: body.messages as CoreMessage[], generationPrompt }, { kind: 'none' });
       return lm.native.tokenize(rendered.text, true, true);
     }

@@ -50,7 +50,7 @@ export class MetricsService {
   });
 
   constructor(@Inject(ModelManager) private readonly models: ModelManager) {
-    collectDefaultMetrics({ register: this.registry, prefix: 'svc_process_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    collectDefaultMetrics({ register: this.registry, prefix: 'svc_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     const resident = () => this.models.resident();
     const perModel = (name: string, help: string, read: (m: LoadedModel) => number, counter = false) =>
       new Gauge({

@@ -72,6 +72,8 @@ function parseWith(state: Buffer, extBytes: number): Chunk[] {
   for (let s = 0; s < nStream; s++) {
     const cells = c.u32();
     if (cells === 0) continue;
+    // Each cell's metadata takes at least 8 bytes: a count past what is left is not a state.
+    if (cells * 8 > state.length - c.pos) throw new Error(`the state claims ${cells} cells in ${state.length} bytes`);
     for (let i = 0; i < cells; i++) {
       c.i32();
       const nSeq = c.u32();
@@ -101,6 +103,36 @@ function parseWith(state: Buffer, extBytes: number): Chunk[] {
   flushRaw(c.pos);
   if (c.pos !== state.length) throw new Error('unexpected bytes after the KV state');
   return chunks;
+}
+
+/**
+ * Where a sequence state puts its cells: the positions, in cell order. A restore checks them
+ * against the file's tokens and the model's limit before llama.cpp reads the state, which sizes
+ * a batch by the cell count it finds (an untrusted number: 3.6 KB asking for 2^31 cells got the
+ * server killed for memory) and trusts the positions.
+ */
+export function statePositions(state: Buffer): Int32Array {
+  let first: unknown;
+  for (const ext of [0, CELL_EXT_BYTES]) {
+    try {
+      parseWith(state, ext);
+      const c = new Cursor(state);
+      c.pos = 8;
+      const nStream = c.u32();
+      if (nStream !== 1) throw new Error(`the state holds ${nStream} KV streams; a context has one`);
+      const cells = c.u32();
+      const positions = new Int32Array(cells);
+      for (let i = 0; i < cells; i++) {
+        positions[i] = c.i32();
+        const nSeq = c.u32();
+        c.pos += ext + 4 * nSeq;
+      }
+      return positions;
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  throw first;
 }
 
 function readFloat(type: number, data: Buffer, i: number): number {
@@ -151,6 +183,7 @@ export function decodeState(payload: Buffer, precision: Precision): Buffer {
     const kind = payload[c.pos++];
     if (kind === 0) {
       const len = c.u64();
+      if (c.pos + len > payload.length) throw new Error('truncated q8/vq8 payload');
       parts.push(payload.subarray(c.pos, c.pos + len));
       c.pos += len;
       continue;
@@ -158,7 +191,10 @@ export function decodeState(payload: Buffer, precision: Precision): Buffer {
     const type = payload[c.pos++];
     const rowLen = c.u32();
     const count = c.u64();
+    if ((kind !== 1 && kind !== 2) || (type !== GGML_F32 && type !== GGML_F16) || rowLen === 0) throw new Error('not a q8/vq8 payload');
     const group = kind === 1 ? BLOCK : rowLen;
+    // The codes and scales must be there: a forged count must not size an allocation.
+    if (c.pos + Math.ceil(count / group) * 4 + count > payload.length) throw new Error('truncated q8/vq8 payload');
     const groups = Math.ceil(count / group);
     const scales = c.pos;
     let codes = c.pos + groups * 4;

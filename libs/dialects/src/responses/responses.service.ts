@@ -42,7 +42,8 @@ export class ResponsesService {
 
   async begin(d: ResponsesRequestDto, who: RequestIdentity, signal: AbortSignal): Promise<Turn> {
     const owner = ownerKey(who);
-    const prev = d.previous_response_id === undefined ? undefined : this.previous(d.previous_response_id, owner);
+    // null is "no previous turn", as OpenAI's clients send it.
+    const prev = d.previous_response_id == null ? undefined : this.previous(d.previous_response_id, owner);
     const { request, input } = responsesRequestToCore(d, prev, owner, signal);
     // Forks of one context are serialized: the registry refuses a second writer (409) otherwise.
     const handle = prev ? await this.locks.run(prev.response.id, () => this.engine.generate(request)) : await this.engine.generate(request);
