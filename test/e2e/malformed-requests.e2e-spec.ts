@@ -93,7 +93,7 @@ describe('malformed requests', () => {
   });
 
   it('fields the spec ignores are ignored whatever their type; n and stop may be null', async () => {
-    const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 1, user: 5, stream_options: 'junk', n: null, stop: null });
+    const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 1, user: 5, stream_options: 'junk', n: null, stop: null, svc_format: null, svc_grammar: null, svc_lexicon: null });
     expect(r.status).toBe(200);
     expect(r.json.object).toBe('chat.completion');
     const c = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', max_tokens: 1, user: [1], n: null });

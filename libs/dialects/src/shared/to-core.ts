@@ -66,9 +66,9 @@ export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstr
     const lexicon = d.svc_lexicon_strict ? 'svc_lexicon_strict' : 'svc_lexicon';
     const others = [
       d.svc_schema && 'svc_schema',
-      d.svc_grammar !== undefined && 'svc_grammar',
-      d.grammar !== undefined && 'grammar',
-      d.svc_format !== undefined && 'svc_format',
+      d.svc_grammar != null && 'svc_grammar',
+      d.grammar != null && 'grammar',
+      d.svc_format != null && 'svc_format',
       dialectFormat.kind !== 'none' && formatField,
     ].filter((x): x is string => typeof x === 'string');
     if (others.length) throw new InvalidRequestError(`${lexicon} cannot be combined with ${others.join(', ')}: a request takes one output constraint`);
@@ -77,7 +77,7 @@ export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstr
   if (d.svc_schema) return { kind: 'json_schema', schema: d.svc_schema };
   const gbnf = d.svc_grammar ?? d.grammar;
   if (gbnf) return { kind: 'grammar', gbnf };
-  if (d.svc_format !== undefined) {
+  if (d.svc_format != null) {
     if (d.svc_format !== 'json') throw new InvalidRequestError(`svc_format must be "json", got "${d.svc_format}"`);
     return { kind: 'json' };
   }
