@@ -3,6 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { requestIdentity } from '../../http/src/identity';
 import { ContextsService } from './contexts.service';
 import { InvalidRequestError } from '../../engine/src/core/errors';
+import { jsonObject } from '../../http/src/json-body';
 
 /** KV-cache contexts (spec "Contexts"): every route on an existing context takes ?model=. */
 @Controller('v1/contexts')
@@ -72,11 +73,3 @@ export class ContextsController {
   }
 }
 
-/** These bodies are declared inline, which the validation pipe leaves alone: an object, or none. */
-function jsonObject(body: unknown): Record<string, unknown> {
-  if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || Buffer.isBuffer(body)) {
-    throw new InvalidRequestError('cannot parse request: the body must be a JSON object');
-  }
-  return body as Record<string, unknown>;
-}

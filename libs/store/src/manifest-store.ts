@@ -110,7 +110,15 @@ export class ManifestStore {
     for (const l of [...manifest.layers, ...(manifest.config ? [manifest.config] : [])]) {
       if (!this.hasBlob(l)) throw new Error(`blob ${l.digest} is missing; not writing the manifest`);
     }
+    const replaced = this.readManifest(displayName(ref));
     writeFileAtomic(join(this.root, 'manifests', ...manifestRelPath(ref)), JSON.stringify(manifest));
+    // A tag pulled again or copied over lets go of the blobs only its old manifest held.
+    if (replaced) this.collectGarbage(digestsOf(replaced.manifest));
+  }
+
+  /** Deletes a blob that no manifest (or running pull) references. */
+  dropUnreferenced(digest: string): void {
+    this.collectGarbage(new Set([digest]));
   }
 
   /** Removes one manifest, then every blob no other manifest (or running pull) references. */

@@ -58,6 +58,11 @@ export class FakeRegistry {
     return { manifest, digests: manifest.layers.map((l) => l.digest) };
   }
 
+  /** A manifest served exactly as given (a string as is, anything else as JSON): registry faults. */
+  addRaw(name: string, manifest: unknown): void {
+    this.manifests.set(name, typeof manifest === 'string' ? { raw: manifest } : manifest);
+  }
+
   async start(): Promise<this> {
     this.cdnServer = await listen((req, res) => this.serveBlob('cdn', req, res, decodeURIComponent(req.url!.replace(/^\/cdn\//, ''))));
     this.cdnPort = (this.cdnServer.address() as AddressInfo).port;
@@ -94,7 +99,8 @@ export class FakeRegistry {
       this.record('registry', req);
       const man = this.manifests.get(`${m[1]}/${m[2]}:${m[4]}`);
       if (!man) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[{"code":"MANIFEST_UNKNOWN"}]}');
-      return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(JSON.stringify(man));
+      const raw = (man as { raw?: unknown }).raw;
+      return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(typeof raw === 'string' ? raw : JSON.stringify(man));
     }
     if (this.opts.cdn) {
       this.record('registry', req);
@@ -114,6 +120,7 @@ export class FakeRegistry {
       start = Number(r[1]);
       if (r[2]) end = Math.min(end, Number(r[2]));
     }
+    if (start >= data.length) return void res.writeHead(416, { 'content-range': `bytes */${data.length}` }).end();
     const body = data.subarray(start, end + 1);
     const headers: Record<string, string | number> = { 'content-type': 'application/octet-stream', 'content-length': body.length, 'accept-ranges': 'bytes' };
     if (r) headers['content-range'] = `bytes ${start}-${end}/${data.length}`;

@@ -1,4 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import { parseKeepAlive } from '../../../engine/src/models/residency';
 import { FastifyReply } from 'fastify';
 import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
 import { GenerationRequest } from '../../../engine/src/core/generation-request';
@@ -65,7 +66,8 @@ export class RunnerController {
       created_at: new Date().toISOString(),
       response: '',
       done: true,
-      done_reason: 'load',
+      // keep_alive 0 with no prompt is how the local-runner's clients unload a model.
+      done_reason: parseKeepAlive(dto.keep_alive) === 0 ? 'unload' : 'load',
       total_duration: ns(performance.now() - started),
       load_duration: lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0,
     };

@@ -6,6 +6,7 @@ import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { ModelManager } from '../../../engine/src/models/model-manager';
 import { StreamWriter } from '../../../http/src/sse';
 import { toHttpFailure } from '../../../http/src/http-errors';
+import { jsonObject } from '../../../http/src/json-body';
 import { BootState } from '../../../observability/src/boot-state';
 import { ModelCatalog } from '../../../store/src/catalog';
 import { parseModelRef } from '../../../store/src/model-ref';
@@ -34,17 +35,21 @@ export class StoreController {
   }
 
   @Post('pull')
-  async pull(@Body() body: Json, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async pull(@Body() raw: unknown, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     this.guard(req);
-    const source = String(body?.model ?? body?.name ?? '').trim();
+    const body = jsonObject(raw);
+    const source = nameField(body).trim();
+    for (const k of ['stream', 'insecure'] as const) {
+      if (body[k] != null && typeof body[k] !== 'boolean') throw new InvalidRequestError(`cannot parse request: ${k} must be a boolean`);
+    }
     // Refuse a hostile or empty name before a stream (and its 200) begins.
     if (!/^https?:\/\//i.test(source)) parseModelRef(source);
     const ac = new AbortController();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) ac.abort();
     });
-    const opts = { insecure: body?.insecure === true, signal: ac.signal };
-    if (body?.stream === false) {
+    const opts = { insecure: body.insecure === true, signal: ac.signal };
+    if (body.stream === false) {
       await this.puller.pull(source, opts).catch((err) => {
         const f = toHttpFailure(err);
         throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
@@ -65,19 +70,31 @@ export class StoreController {
 
   @Post('copy')
   @HttpCode(200)
-  async copy(@Body() body: Json, @Req() req: FastifyRequest): Promise<void> {
+  async copy(@Body() raw: unknown, @Req() req: FastifyRequest): Promise<void> {
     this.guard(req);
-    if (typeof body?.source !== 'string' || typeof body?.destination !== 'string') {
+    const body = jsonObject(raw);
+    if (typeof body.source !== 'string' || typeof body.destination !== 'string') {
       throw new InvalidRequestError('copy needs source and destination');
     }
     await this.admin.copy(body.source, body.destination);
   }
 
   @Delete('delete')
-  async delete(@Body() body: Json, @Req() req: FastifyRequest): Promise<void> {
+  async delete(@Body() raw: unknown, @Req() req: FastifyRequest): Promise<void> {
     this.guard(req);
-    const gone = this.admin.delete(String(body?.model ?? body?.name ?? ''));
-    if (gone.path) await this.models.unloadPath(gone.path);
+    const body = jsonObject(raw);
+    const gone = this.admin.delete(nameField(body));
+    // A copy shares its blob with the original: the weights stay loaded (and their contexts
+    // kept) while any listed name still refers to them.
+    if (!gone.path || this.catalog.list().some((e) => e.path === gone.path)) return;
+    await this.models.unloadPath(gone.path);
+    const boot = this.moduleRef.get(BootState, { strict: false });
+    if (boot?.model?.entry.path === gone.path) {
+      // /healthz reported the deleted model: it reports the next default, or the no-model state.
+      boot.model = undefined;
+      boot.state = 'loading';
+      this.afterPull(true);
+    }
   }
 
   @Post(['push', 'create', 'blobs/:digest'])
@@ -97,16 +114,26 @@ export class StoreController {
   }
 
   /** The no-model state ends with the first pulled model: serve it without a restart. */
-  private afterPull(): void {
+  private afterPull(afterDelete = false): void {
     const boot = this.moduleRef.get(BootState, { strict: false });
-    if (!boot || (boot.state !== 'no-model' && boot.state !== 'failed')) return;
+    if (!boot || (!afterDelete && boot.state !== 'no-model' && boot.state !== 'failed')) return;
     this.models.acquire('').then(
       (lm) => {
         boot.model = lm;
         boot.error = undefined;
         boot.state = 'ready';
       },
-      () => undefined,
+      () => {
+        if (afterDelete) boot.state = 'no-model';
+      },
     );
   }
+}
+
+/** The model a store route names (`model`, or the older `name`): a string, or a 400. */
+function nameField(body: Json): string {
+  const v = body.model ?? body.name;
+  if (v == null) return '';
+  if (typeof v !== 'string') throw new InvalidRequestError('cannot parse request: model must be a string');
+  return v;
 }

@@ -6,19 +6,27 @@ import { InvalidRequestError } from '../core/errors';
 export const DEFAULT_KEEP_ALIVE_MS = 5 * 60_000;
 const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+/** Past about a century a keep_alive is "forever" (a Date cannot hold 9e15 s, and /api/ps showed it). */
+const FOREVER_FROM_MS = 100 * 365 * 24 * 3600 * 1000;
+
 /**
  * keep_alive as Ollama reads it: a number is seconds, a string is a Go
  * duration ("5m", "1h30m", "500ms") or a number of seconds; 0 unloads after
  * the request; any negative value keeps the model forever (Infinity).
  */
 export function parseKeepAlive(v: number | string | undefined | null): number {
+  const ms = keepAliveMs(v);
+  return ms >= FOREVER_FROM_MS ? Infinity : ms;
+}
+
+function keepAliveMs(v: number | string | undefined | null): number {
   if (v === undefined || v === null || v === '') return DEFAULT_KEEP_ALIVE_MS;
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw new InvalidRequestError(`keep_alive must be a number or a duration, got ${v}`);
     return v < 0 ? Infinity : v * 1000;
   }
   const s = String(v).trim();
-  if (/^-?\d+(\.\d+)?$/.test(s)) return parseKeepAlive(Number(s));
+  if (/^-?\d+(\.\d+)?$/.test(s)) return keepAliveMs(Number(s));
   if (s.startsWith('-')) return Infinity;
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let ms = 0;

@@ -68,10 +68,15 @@ interface Part {
   end?: number;
 }
 
+/** A reply that cannot succeed by asking again: the pull fails at once. */
+class Permanent extends PullError {}
+
 async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void): Promise<void> {
   const label = job.digest?.slice(0, 19) ?? 'the file';
   const want = p.end === undefined ? job.size : p.end - p.start + 1;
-  for (let attempt = 0; ; attempt++) {
+  // Failures in a row; a reply that brought bytes resets it (a dropped connection resumes). Any
+  // reply that brought none counts, so a registry answering short or empty cannot loop forever.
+  for (let failures = 0; ; ) {
     let have = sizeOf(p.file);
     if (want !== undefined && have > want) {
       tryUnlink(p.file); // longer than its range: not ours to trust
@@ -85,22 +90,30 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       if (r.status === 200 && from > 0) {
         // The server ignored the range: only the first part can start over.
         await r.body?.cancel();
-        if (p.start > 0) throw new PullError('the registry does not serve byte ranges', 502);
+        if (p.start > 0) throw new Permanent('the registry does not serve byte ranges', 502);
         tryUnlink(p.file);
-        continue;
+        throw new Error('the registry ignored the range; starting over');
       }
       if (r.status !== 200 && r.status !== 206) {
         await r.body?.cancel();
-        throw new PullError(`download of ${label}: ${r.status} ${r.statusText}`, r.status >= 500 ? 502 : r.status);
+        // The registry's fault, not the request's: a 502, retried unless it is a 4xx.
+        const e = `download of ${label}: the registry answered ${r.status} ${r.statusText}`;
+        throw r.status >= 500 || r.status === 408 || r.status === 429 ? new Error(e) : new Permanent(e, 502);
       }
       await appendBody(r, p.file, have, progress);
-      if (want === undefined) return;
-      if (sizeOf(p.file) >= want) return;
+      const now = sizeOf(p.file);
+      if (want === undefined || now === want) return;
+      if (now > want) throw new Error(`the registry sent ${now - want} bytes more than the blob holds`);
+      if (now > have) {
+        failures = 0;
+        continue;
+      }
+      throw new Error('the registry sent no bytes');
     } catch (err) {
       if (job.signal?.aborted) throw err;
-      if (err instanceof PullError && err.status < 500 && err.status !== 408) throw err;
-      if (attempt >= RETRIES) throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
-      await sleep(Math.min(200 * 2 ** attempt, 3000));
+      if (err instanceof Permanent) throw err;
+      if (++failures > RETRIES) throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
+      await sleep(Math.min(200 * 2 ** (failures - 1), 3000));
     }
   }
 }

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from '../manifest-store';
 import { checkDigest, displayName, ModelRef, parseModelRef } from '../model-ref';
 import { downloadBlob } from './blob-download';
-import { PullError, RegistryClient } from './registry-client';
+import { PullError, reach, RegistryClient } from './registry-client';
 
 /** One progress object, as the local-runner's pull streams them. */
 export interface PullProgress {
@@ -49,13 +49,17 @@ export class PullService {
     const layers = [...(manifest.config ? [manifest.config] : []), ...manifest.layers];
     for (const l of layers) checkDigest(l.digest);
     for (const l of layers) this.store.pinned.add(l.digest);
+    let written = false;
     try {
       for (const l of layers) await this.fetchLayer(client, l, o, emit);
       emit({ status: 'verifying sha256 digest' });
       emit({ status: 'writing manifest' });
       this.store.writeManifest(ref, manifest);
+      written = true;
     } finally {
       for (const l of layers) this.store.pinned.delete(l.digest);
+      // A pull that failed keeps no blob nothing lists (layers fetched before the one that failed).
+      if (!written) for (const l of layers) this.store.dropUnreferenced(l.digest);
     }
     emit({ status: 'success' });
     return displayName(ref);
@@ -67,8 +71,9 @@ export class PullService {
       emit({ status, digest: l.digest, total: l.size, completed: l.size });
       return;
     }
-    await this.once(l.digest, () =>
-      downloadBlob({
+    await this.once(l.digest, async () =>
+      // A pull of the same blob that ran while this one waited may have brought it already.
+      this.store.hasBlob(l) ? undefined : downloadBlob({
         digest: l.digest,
         key: l.digest.replace(':', '-'),
         size: l.size,
@@ -84,7 +89,12 @@ export class PullService {
 
   /** A GGUF at a URL becomes a one-layer manifest named after the file. */
   private async pullUrl(url: string, o: PullOptions, emit: (p: PullProgress) => void): Promise<string> {
-    const u = new URL(url);
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new InvalidRequestError(`pull: ${url} is not a URL`);
+    }
     const ref = refForUrl(u);
     emit({ status: 'pulling manifest' });
     const head = await fetch(u, { method: 'HEAD', redirect: 'follow', signal: o.signal }).catch(() => undefined);
@@ -99,13 +109,18 @@ export class PullService {
         size,
         partialDir: this.store.partialDir,
         dest: (h) => this.store.blobPath(`sha256:${h}`),
-        get: (headers, signal) => fetch(u, { headers, signal, redirect: 'follow' }),
+        get: (headers, signal) => reach(u.href, { headers, signal, redirect: 'follow' }),
         onProgress: throttle((completed, total) => emit({ status, total: total || completed, completed })),
         onVerify: () => emit({ status: 'verifying sha256 digest' }),
         signal: o.signal,
       }),
     );
     const digest = `sha256:${hex}`;
+    // A URL is the caller's choice: a page or an archive there is refused, not listed as a model.
+    if (!isGguf(this.store.blobPath(digest))) {
+      this.store.dropUnreferenced(digest);
+      throw new InvalidRequestError(`pull: ${u.href} is not a GGUF model file`);
+    }
     const layer: Layer = { mediaType: MEDIA_MODEL, digest, size: this.blobSize(digest) };
     const manifest: Manifest = { schemaVersion: 2, mediaType: MEDIA_MANIFEST, layers: [layer] };
     emit({ status: 'writing manifest' });
@@ -134,9 +149,24 @@ export class PullService {
   }
 }
 
+function isGguf(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const magic = Buffer.alloc(4);
+    return readSync(fd, magic, 0, 4, 0) === 4 && magic.toString('latin1') === 'GGUF';
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** `https://host/path/Tiny-Model.Q8_0.gguf` → `tiny-model.q8_0:latest`. */
 export function refForUrl(u: URL): ModelRef {
-  const file = decodeURIComponent(u.pathname.split('/').pop() ?? '');
+  let file: string;
+  try {
+    file = decodeURIComponent(u.pathname.split('/').pop() ?? '');
+  } catch {
+    throw new InvalidRequestError(`cannot name a model after ${u.href}: its file name is not valid percent-encoding`);
+  }
   const base = file.replace(/\.gguf$/i, '').toLowerCase().replace(/[^a-z0-9_.-]+/g, '-').replace(/^[^a-z0-9_]+/, '').replace(/\.\.+/g, '.').slice(0, 128);
   if (!base) throw new InvalidRequestError(`cannot name a model after ${u.href}: the path has no file name`);
   return parseModelRef(base);

@@ -42,8 +42,13 @@ export class RegistryClient {
     const r = await this.fetch(url, { headers: { accept: MEDIA_MANIFEST }, signal });
     if (r.status === 404) throw new PullError(`pull model manifest: file does not exist (${this.repo}:${this.ref.tag} on ${this.ref.host})`, 404);
     if (!r.ok) throw new PullError(`pull model manifest: ${this.ref.host} answered ${r.status}: ${(await r.text()).slice(0, 200)}`, 502);
-    const m = (await r.json()) as Manifest;
-    if (!m || !Array.isArray(m.layers)) throw new PullError('pull model manifest: the registry sent no layers', 502);
+    let m: Manifest;
+    try {
+      m = (await r.json()) as Manifest;
+    } catch {
+      throw new PullError(`pull model manifest: ${this.ref.host} sent something that is not JSON`, 502);
+    }
+    checkManifest(m);
     return m;
   }
 
@@ -54,14 +59,15 @@ export class RegistryClient {
   /** A request with the registry's token; on a Bearer challenge, fetch the token and retry once. */
   async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     const withAuth = (): RequestInit => ({ ...init, redirect: 'follow', headers: { ...(init.headers as Record<string, string>), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) } });
-    let r = await fetch(url, withAuth());
+    let r = await reach(url, withAuth());
     if (r.status !== 401) return r;
     const challenge = parseChallenge(r.headers.get('www-authenticate') ?? '');
     await r.body?.cancel();
-    if (!challenge) throw new PullError(`${this.ref.host} refused the request (401) without a Bearer challenge`, 401);
+    // The registry's refusals are 502s: a 401 from svc itself means svc's own key (spec).
+    if (!challenge) throw new PullError(`${this.ref.host} refused the request (401) without a Bearer challenge`, 502);
     this.token = await this.fetchToken(challenge, init.signal ?? undefined);
-    r = await fetch(url, withAuth());
-    if (r.status === 401) throw new PullError(`${this.ref.host} refused the token (401)`, 401);
+    r = await reach(url, withAuth());
+    if (r.status === 401) throw new PullError(`${this.ref.host} refused the token (401)`, 502);
     return r;
   }
 
@@ -69,12 +75,42 @@ export class RegistryClient {
     const u = new URL(c.realm);
     if (c.service) u.searchParams.set('service', c.service);
     if (c.scope) u.searchParams.set('scope', c.scope);
-    const r = await fetch(u, { signal });
-    if (!r.ok) throw new PullError(`token request to ${u.host} answered ${r.status}`, 401);
-    const body = (await r.json()) as { token?: string; access_token?: string };
-    const t = body.token ?? body.access_token;
-    if (!t) throw new PullError(`token request to ${u.host} returned no token`, 401);
+    const r = await reach(u.href, { signal });
+    if (!r.ok) throw new PullError(`token request to ${u.host} answered ${r.status}`, 502);
+    const body = (await r.json().catch(() => undefined)) as { token?: unknown; access_token?: unknown } | undefined;
+    const t = body?.token ?? body?.access_token;
+    if (typeof t !== 'string' || !t) throw new PullError(`token request to ${u.host} returned no token`, 502);
     return t;
+  }
+}
+
+/** fetch, with an unreachable host (refused, DNS, TLS) as the 502 it is rather than a TypeError. */
+export async function reach(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new PullError(`cannot reach ${new URL(url).host}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, 502);
+  }
+}
+
+/**
+ * What the pull relies on in a manifest the registry sent: layers (and the config) with
+ * sha256 digests and sizes that are whole byte counts. A size of "abc" made the download
+ * ask for no range and append the blob again and again.
+ */
+export function checkManifest(m: Manifest): void {
+  if (!m || typeof m !== 'object' || !Array.isArray(m.layers)) throw new PullError('pull model manifest: the registry sent no layers', 502);
+  const layers: unknown[] = [...(m.config !== undefined ? [m.config] : []), ...m.layers];
+  for (const l of layers) {
+    const layer = l as { digest?: unknown; size?: unknown } | null;
+    if (!layer || typeof layer !== 'object' || typeof layer.digest !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(layer.digest)) {
+      throw new PullError(`pull model manifest: the registry sent a layer without a sha256 digest: ${JSON.stringify(l)?.slice(0, 120)}`, 502);
+    }
+    if (typeof layer.size !== 'number' || !Number.isSafeInteger(layer.size) || layer.size < 0) {
+      throw new PullError(`pull model manifest: the registry gives ${layer.digest.slice(0, 19)} a size of ${JSON.stringify(layer.size)}`, 502);
+    }
   }
 }
 

@@ -1,0 +1,143 @@
+/**
+ * The model store when the registry, the URL or the request is wrong, and when names share
+ * weights: a registry's faults are 502s (never a 500, a loop or a 401 of svc's own), a bad
+ * request is a 400, nothing half-pulled is listed or kept, and deleting one name of shared
+ * weights leaves the others (and their contexts) alone.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { FakeRegistry, serveFile, sha256 } from './helpers/fake-registry';
+import { freePort, postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const MODEL = 'application/vnd.ollama.image.model';
+const weights = readFileSync(fixtureModel(STORIES));
+const layer = { mediaType: MODEL, digest: sha256(weights), size: weights.length };
+const manifest = (layers: unknown[]) => ({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', layers });
+const call = (url: string, method: string, body: unknown) =>
+  fetch(url, { method, headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) }).then(async (r) => ({
+    status: r.status,
+    json: (await r.json().catch(() => undefined)) as any,
+  }));
+
+describe('model store faults', () => {
+  let reg: FakeRegistry;
+  let srv: RunningServer;
+  const store = mkdtempSync(join(tmpdir(), 'svc-store-faults-'));
+  const blobs = () => {
+    try {
+      return readdirSync(join(store, 'blobs'));
+    } catch {
+      return [];
+    }
+  };
+  beforeAll(async () => {
+    reg = await new FakeRegistry().start();
+    reg.add({ name: 'library/tiny:latest', layers: [{ mediaType: MODEL, data: weights }] });
+    reg.addRaw('library/strsize:latest', manifest([{ ...layer, size: 'abc' }]));
+    reg.addRaw('library/nullayer:latest', manifest([null]));
+    reg.addRaw('library/garbage:latest', 'this is not json{');
+    // Says the blob is longer than it is: the download meets the end (416) before the size.
+    reg.addRaw('library/short:latest', manifest([{ ...layer, size: weights.length + 1000 }]));
+    srv = await startServer(['-threads', '2', '-store', store], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')), SVC_REGISTRY_SCHEME: 'http' } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+    await reg?.stop();
+  });
+  const pull = (model: unknown, more: object = {}) => call(`${srv.url}/api/pull`, 'POST', { model, stream: false, ...more });
+
+  it("a registry's bad manifests and short blobs are 502s, quickly, and leave nothing behind", async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['strsize', /the registry gives sha256:[0-9a-f]{12} a size of "abc"$/],
+      ['nullayer', /the registry sent a layer without a sha256 digest: null$/],
+      ['garbage', /sent something that is not JSON$/],
+      ['short', /the registry answered 416 Range Not Satisfiable$/],
+    ];
+    for (const [name, message] of cases) {
+      const t0 = Date.now();
+      const r = await pull(`${reg.host}/library/${name}`);
+      expect([name, r.status]).toEqual([name, 502]);
+      expect(r.json.error).toMatch(message);
+      expect(Date.now() - t0).toBeLessThan(20_000);
+    }
+    // Unreachable: a 502 naming why, not a 500 "fetch failed".
+    const closed = await freePort();
+    const gone = await pull(`127.0.0.1:${closed}/library/x`);
+    expect(gone.status).toBe(502);
+    expect(gone.json.error).toMatch(new RegExp(`cannot reach 127\\.0\\.0\\.1:${closed}: ECONNREFUSED$`));
+    const tags = (await (await fetch(`${srv.url}/api/tags`)).json()) as { models: unknown[] };
+    expect(tags.models).toEqual([]);
+    expect(blobs()).toEqual([]);
+  });
+
+  it('wrong types and bad URLs are 400s', async () => {
+    expect((await pull(123)).json).toEqual({ error: 'cannot parse request: model must be a string' });
+    expect((await pull([`${reg.host}/library/tiny`])).json).toEqual({ error: 'cannot parse request: model must be a string' });
+    expect((await pull('x', { stream: 'false' })).json).toEqual({ error: 'cannot parse request: stream must be a boolean' });
+    expect((await call(`${srv.url}/api/pull`, 'POST', 'null')).json).toEqual({ error: 'cannot parse request: the body must be a JSON object' });
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: 123 })).json).toEqual({ error: 'cannot parse request: model must be a string' });
+    const url = await pull('http://');
+    expect(url.status).toBe(400);
+    expect(url.json.error).toMatch(/http:\/\/ is not a URL$/);
+  });
+
+  it('a URL that serves no GGUF file is refused and not listed', async () => {
+    const page = await serveFile('/junk.gguf', Buffer.from('<html>hi</html>'));
+    try {
+      const r = await pull(page.url);
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatch(/is not a GGUF model file$/);
+      expect(((await (await fetch(`${srv.url}/api/tags`)).json()) as { models: unknown[] }).models).toEqual([]);
+      expect(blobs()).toEqual([]);
+    } finally {
+      await page.stop();
+    }
+  });
+
+  it("deleting a copy leaves the original loaded with its contexts; the last name's delete frees the blob", async () => {
+    const tiny = `${reg.host}/library/tiny:latest`;
+    expect((await pull(tiny)).status).toBe(200);
+    expect((await call(`${srv.url}/api/copy`, 'POST', { source: tiny, destination: 'cp1' })).status).toBe(200);
+    const ctx = await postJson(`${srv.url}/v1/contexts`, { model: tiny, prompt: 'Once upon a time' });
+    expect(ctx.status).toBe(201);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: 'cp1' })).status).toBe(200);
+    const list = (await (await fetch(`${srv.url}/v1/contexts?model=${encodeURIComponent(tiny)}`)).json()) as { data: Array<{ id: string }> };
+    expect(list.data.map((c) => c.id)).toEqual([ctx.json.id]);
+    expect(blobs().length).toBeGreaterThan(0);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: tiny })).status).toBe(200);
+    expect(blobs()).toEqual([]);
+    // The deleted default is no longer reported as the server's model.
+    await new Promise((r) => setTimeout(r, 200));
+    const health = (await (await fetch(`${srv.url}/healthz`)).json()) as { model: string; warning?: string };
+    expect(health.model).toBe('');
+    expect(health.warning).toBe('this server has no model. Pull one: POST /api/pull');
+  });
+
+  it('a copy over an existing name frees the blobs only the old manifest held', async () => {
+    const tiny = `${reg.host}/library/tiny:latest`;
+    const page = await serveFile('/other.gguf', Buffer.concat([weights, Buffer.alloc(64)]));
+    try {
+      expect((await pull(page.url)).status).toBe(200);
+      expect((await pull(tiny)).status).toBe(200);
+      const before = blobs().length;
+      expect((await call(`${srv.url}/api/copy`, 'POST', { source: tiny, destination: 'other' })).status).toBe(200);
+      expect(blobs().length).toBe(before - 1);
+    } finally {
+      await page.stop();
+    }
+  });
+
+  it('a keep_alive past any date is forever; keep_alive 0 with no prompt answers unload', async () => {
+    const tiny = `${reg.host}/library/tiny:latest`;
+    const g = await postJson(`${srv.url}/api/generate`, { model: tiny, prompt: 'x', stream: false, keep_alive: 9e15, options: { num_predict: 1 } });
+    expect(g.status).toBe(200);
+    const ps = await fetch(`${srv.url}/api/ps`);
+    expect(ps.status).toBe(200);
+    const unload = await postJson(`${srv.url}/api/generate`, { model: tiny, keep_alive: 0, stream: false });
+    expect(unload.json.done_reason).toBe('unload');
+  });
+});
