@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { ClientGoneError } from '../../../engine/src/core/errors';
 import { GenerationEvent, TokenLogprob, ToolCallEvent } from '../../../engine/src/core/generation-events';
 
 export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
@@ -23,7 +24,8 @@ export async function collect(events: AsyncIterable<GenerationEvent>): Promise<C
     } else if (ev.type === 'tool_calls') toolCalls.push(...ev.calls);
     else done = ev;
   }
-  if (!done) throw new Error('generation ended without finishing');
+  // A stream ends without `done` only when its request was cancelled: the client is gone.
+  if (!done) throw new ClientGoneError();
   return { text, toolCalls, logprobs, done };
 }
 

@@ -37,6 +37,16 @@ export class QueueFullError extends EngineError {
   }
 }
 
+/**
+ * The client went away before its answer was complete (499, nginx's "client closed request"):
+ * nobody reads the answer, and it is no server fault to log.
+ */
+export class ClientGoneError extends EngineError {
+  constructor() {
+    super('the client closed the request', 499);
+  }
+}
+
 export class ServerShuttingDownError extends EngineError {
   constructor() {
     super('the server is shutting down', 503);
