@@ -122,3 +122,34 @@ describe('context spilling: a full KV cache', () => {
     expect((await ctxState(srv, made[0].id)).spilled).toBeUndefined();
   });
 });
+
+describe('a full KV cache with a request queued on a context', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    // Two sequences of 256 positions: 512 cells, no retained prompts.
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-concurrency', '2', '-ctx-size', '256', '-cache-slots', '0']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('the running requests finish; only the queued one, whose context held the cells, is refused (503)', async () => {
+    const ctx = await postJson(`${srv.url}/v1/contexts`, { prompt: STORY.repeat(3) });
+    expect(ctx.status).toBe(201);
+    // Two requests near the limit fill both sequences; the context's cells are pinned by the
+    // third request, queued behind them. This failed all three with 500 "the KV cache is full".
+    const long = (k: number) => postJson(`${srv.url}/v1/completions`, { prompt: `${k} ${STORY.repeat(3)}`, max_tokens: 40, temperature: 0, ignore_eos: true, svc_retain_prefix: false });
+    const running = [long(1), long(2)];
+    const queued = postJson(`${srv.url}/v1/completions`, { prompt: `${STORY.repeat(3)}The`, max_tokens: 8, temperature: 0, svc_session: ctx.json.id });
+    for (const r of await Promise.all(running)) {
+      expect(r.status).toBe(200);
+      expect(r.json.usage.completion_tokens).toBeGreaterThan(0);
+    }
+    const q = await queued;
+    expect([200, 503]).toContain(q.status);
+    if (q.status === 503) expect(q.json.error.message).toMatch(/^the KV cache is full \(its context could not stay loaded/);
+    // The context is intact and usable once the others are done.
+    const again = await postJson(`${srv.url}/v1/completions`, { prompt: `${STORY.repeat(3)}The`, max_tokens: 8, temperature: 0, svc_session: ctx.json.id });
+    expect(again.status).toBe(200);
+  });
+});

@@ -2,6 +2,7 @@ import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions, Native
 import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
+import { KvPressure } from './kv-pressure';
 import { BatchBuilder, nextChain } from './batch-builder';
 import { PrefixCache } from './prefix-cache';
 import { SeqIds } from './seq-ids';
@@ -34,7 +35,7 @@ export class Scheduler {
   private readonly batches: BatchBuilder;
   private readonly intake: TokenIntake;
   private idle?: () => void;
-  private pressureRelief?: () => Promise<boolean>;
+  private readonly pressure: KvPressure;
 
   constructor(
     private readonly model: NativeModel,
@@ -50,6 +51,7 @@ export class Scheduler {
       { maxEntries: opts.cacheSlots, maxResidentPositions: opts.cachePositions, maxHostBytes: opts.cacheHostBytes ?? 0, kvOnDevice: opts.kvOnDevice },
       (seq) => this.freeSeq(seq),
     );
+    this.pressure = new KvPressure(this.cache, this.queue, this.active, this.samplers, this.stats, (s) => this.release(s, false));
   }
 
   get queued(): number {
@@ -126,7 +128,7 @@ export class Scheduler {
    * false when it could free nothing.
    */
   onKvPressure(fn: () => Promise<boolean>): void {
-    this.pressureRelief = fn;
+    this.pressure.spillIdleContext = fn;
   }
 
   /** Sequence ids not held by running requests or contexts (retained prompts count as free). */
@@ -326,9 +328,15 @@ export class Scheduler {
       : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
     let result = await this.ctx.step(batch, samples, opts);
     while (result.status === 1) {
-      // KV full: give back retained prompts first, then spill idle contexts, then retry the same batch.
-      if (!(await this.cache.relieve()) && !(await this.pressureRelief?.())) throw new Error('the KV cache is full: lower -concurrency or the context size');
-      result = await this.ctx.step(batch, samples, opts);
+      // KV full (nothing was decoded): free cells (KvPressure says how) and retry the same batch.
+      if (await this.pressure.relieve()) {
+        result = await this.ctx.step(batch, samples, opts);
+        continue;
+      }
+      // Nothing left to free: one request makes room for the others, which go on. The next
+      // step is built without it.
+      this.pressure.preemptNewest();
+      return;
     }
     // A chain still decoding when handling tokens threw: settled before anything is released under it.
     let unsettled: Promise<unknown> | undefined;
@@ -374,3 +382,4 @@ export class Scheduler {
     }
   }
 }
+
