@@ -57,8 +57,8 @@ describe('forged and damaged context files', () => {
     await srv?.stop();
   });
 
-  const restore = async (file: Buffer, path = 'restore') => {
-    const r = await fetch(`${srv.url}/v1/contexts/${path}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: file });
+  const restore = async (file: Buffer, path = 'restore', type = 'application/octet-stream') => {
+    const r = await fetch(`${srv.url}/v1/contexts/${path}`, { method: 'POST', headers: { 'content-type': type }, body: file });
     return { status: r.status, json: (await r.json()) as any };
   };
   const expectRefused = async (file: Buffer, message: string | RegExp) => {
@@ -67,8 +67,9 @@ describe('forged and damaged context files', () => {
     expect(r.json.error.message).toMatch(message);
   };
 
-  it('restores the file as written', async () => {
+  it('restores the file as written, also sent with curl --data-binary\'s form type', async () => {
     expect((await restore(snap)).status).toBe(201);
+    expect((await restore(snap, 'restore', 'application/x-www-form-urlencoded')).status).toBe(201);
   });
 
   it('a cell count past the file is refused before llama.cpp sizes anything by it', async () => {

@@ -133,7 +133,7 @@ describe('a full KV cache with a request queued on a context', () => {
     await srv?.stop();
   });
 
-  it('the running requests finish; only the queued one, whose context held the cells, is refused (503)', async () => {
+  it('the running requests finish; the queued one, whose context held the cells, is served or refused with 503', async () => {
     const ctx = await postJson(`${srv.url}/v1/contexts`, { prompt: STORY.repeat(3) });
     expect(ctx.status).toBe(201);
     // Two requests near the limit fill both sequences; the context's cells are pinned by the

@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { ManifestStore } from '../../libs/store/src/manifest-store';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
@@ -31,7 +32,9 @@ describe('model names', () => {
 });
 
 describe('keep_alive, sizes and challenges', () => {
-  it('reads durations like Ollama', () => {
+  it('reads durations like Ollama; past any date is forever', () => {
+    expect(parseKeepAlive(9e15)).toBe(Infinity);
+    expect(parseKeepAlive('99999999999h')).toBe(Infinity);
     expect(parseKeepAlive(undefined)).toBe(300_000);
     expect(parseKeepAlive('5m')).toBe(300_000);
     expect(parseKeepAlive('1h30m')).toBe(5_400_000);
@@ -110,6 +113,25 @@ describe('pull from a registry', () => {
     } finally {
       await f.stop();
     }
+  });
+});
+
+describe('blob pins', () => {
+  it('a blob two pulls pin outlives the first pull that lets go of it', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-pins-'));
+    const store = new ManifestStore(root, true);
+    const data = Buffer.from('a blob no manifest lists yet');
+    const digest = sha256(data);
+    mkdirSync(store.blobsDir, { recursive: true });
+    writeFileSync(store.blobPath(digest), data);
+    store.pin(digest);
+    store.pin(digest); // an aborted pull and its retry
+    store.unpin(digest);
+    store.dropUnreferenced(digest);
+    expect(existsSync(store.blobPath(digest))).toBe(true);
+    store.unpin(digest);
+    store.dropUnreferenced(digest);
+    expect(existsSync(store.blobPath(digest))).toBe(false);
   });
 });
 

@@ -9,7 +9,7 @@ import { ModelManager } from '../../engine/src/models/model-manager';
 import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
 import { checkMessages } from '../../dialects/src/shared/to-core';
 import { ownerKey, RequestIdentity } from '../../http/src/identity';
-import { decodeState, encodeState, Precision, statePositions } from './snapshot/kv-quant';
+import { decodeState, encodeState, firstCellCount, Precision, statePositions } from './snapshot/kv-quant';
 import { decodeSnapshot, encodeSnapshot, FileKind, SnapshotFile, SnapshotFormatError } from './snapshot/snapshot-file';
 
 const PRECISIONS: Precision[] = ['f32', 'vq8', 'q8'];
@@ -152,23 +152,31 @@ export class ContextsService {
    * server killed for memory, or restored a context whose next decode failed the whole step.
    */
   private stateOf(lm: LoadedModel, file: SnapshotFile): Buffer {
-    let positions: Int32Array;
     let state: Buffer;
     try {
       state = decodeState(file.payload, file.header.precision);
-      positions = statePositions(state);
     } catch (err) {
       throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
     }
     const n = file.tokens.length;
+    const limit = lm.scheduler.nCtxSeq;
+    if (n + 1 > limit) throw new InvalidRequestError(`the context is ${n} tokens; ${lm.name} holds ${limit} positions per context`);
+    let positions: Int32Array;
+    try {
+      positions = statePositions(state);
+    } catch (err) {
+      // f32 states of layouts the walk does not know (two caches, sliding-window or recurrent
+      // ones) are saved without it: there only the first cache's cell count is bounded.
+      if (file.header.precision !== 'f32' || firstCellCount(state) === undefined) throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
+      if (firstCellCount(state)! > n) throw new InvalidRequestError(`corrupt context file: its KV state holds more cells than its ${n} tokens`);
+      return state;
+    }
     if (positions.length !== n) throw new InvalidRequestError(`corrupt context file: its KV state holds ${positions.length} cells for ${n} tokens`);
     const seen = new Uint8Array(n);
     for (const p of positions) {
       if (p < 0 || p >= n || seen[p]) throw new InvalidRequestError(`corrupt context file: its KV state holds position ${p}, not one of 0..${n - 1} once each`);
       seen[p] = 1;
     }
-    const limit = lm.scheduler.nCtxSeq;
-    if (n + 1 > limit) throw new InvalidRequestError(`the context is ${n} tokens; ${lm.name} holds ${limit} positions per context`);
     return state;
   }
 

@@ -63,25 +63,34 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     collectBody(req, payload, limit, (body) => done(null, body), done),
   );
   // JSON whatever the declared type, as Ollama and llama-server read bodies: `curl -d '{...}'` sends
-  // application/x-www-form-urlencoded, and Ollama's own examples rely on that working.
+  // application/x-www-form-urlencoded, and Ollama's own examples rely on that working. The binary
+  // routes (their own limits) take any type but JSON as bytes: `curl --data-binary @file` too.
   fastify.removeContentTypeParser(['application/json', 'text/plain']);
-  fastify.addContentTypeParser(['application/json', '*'], { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => {
-      const text = body.toString('utf8');
-      if (text.trim() === '') return done(null, {});
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        const f = findJsonFault(text);
-        const why = f ? `${f.reason} at offset ${f.offset}${f.path ? ` (in ${f.path})` : ''}` : (err as Error).message;
-        return done(badRequest(`malformed JSON: ${why}`), undefined);
-      }
-      const deep = nestingPastLimit(text, MAX_NESTING);
-      if (deep >= 0) return done(badRequest(`cannot parse request: nested deeper than ${MAX_NESTING} levels at offset ${deep}`), undefined);
-      done(null, parsed);
-    }, done),
+  const binary = (req: FastifyRequest) => routeLimits.some((r) => r.pattern.test(req.url.split('?')[0]));
+  fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+    collectBody(req, payload, limit, (body) => parseJson(body, limit, done), done),
   );
+  fastify.addContentTypeParser('*', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+    collectBody(req, payload, limit, (body) => (binary(req) ? done(null, body) : parseJson(body, limit, done)), done),
+  );
+}
+
+/** A JSON body: at most `limit` bytes whatever the route took (a binary route's limit can pass a string's). */
+function parseJson(body: Buffer, limit: number, done: Done): void {
+  if (body.length > limit) return done(Object.assign(new Error(`request body is ${body.length} bytes; this server accepts ${limit} of JSON`), { statusCode: 413 }), undefined);
+  const text = body.toString('utf8');
+  if (text.trim() === '') return done(null, {});
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    const f = findJsonFault(text);
+    const why = f ? `${f.reason} at offset ${f.offset}${f.path ? ` (in ${f.path})` : ''}` : (err as Error).message;
+    return done(badRequest(`malformed JSON: ${why}`), undefined);
+  }
+  const deep = nestingPastLimit(text, MAX_NESTING);
+  if (deep >= 0) return done(badRequest(`cannot parse request: nested deeper than ${MAX_NESTING} levels at offset ${deep}`), undefined);
+  done(null, parsed);
 }
 
 const badRequest = (message: string): Error => Object.assign(new Error(message), { statusCode: 400 });

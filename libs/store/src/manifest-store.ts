@@ -36,8 +36,21 @@ export interface StoredModel {
  * write before it touches anything).
  */
 export class ManifestStore {
-  /** Digests a pull in this process has downloaded but not yet referenced: never garbage. */
-  readonly pinned = new Set<string>();
+  /**
+   * Digests pulls in this process are fetching or have fetched but not yet referenced: never
+   * garbage. Counted: two pulls of one model (one aborted, one retried) share their blobs.
+   */
+  private readonly pins = new Map<string, number>();
+
+  pin(digest: string): void {
+    this.pins.set(digest, (this.pins.get(digest) ?? 0) + 1);
+  }
+
+  unpin(digest: string): void {
+    const n = (this.pins.get(digest) ?? 0) - 1;
+    if (n > 0) this.pins.set(digest, n);
+    else this.pins.delete(digest);
+  }
 
   constructor(
     readonly root: string,
@@ -138,7 +151,7 @@ export class ManifestStore {
   }
 
   private collectGarbage(candidates: Set<string>): void {
-    const live = new Set<string>(this.pinned);
+    const live = new Set<string>(this.pins.keys());
     for (const other of this.list()) for (const d of digestsOf(other.manifest)) live.add(d);
     for (const d of candidates) {
       if (live.has(d)) continue;

@@ -135,6 +135,14 @@ export function statePositions(state: Buffer): Int32Array {
   throw first;
 }
 
+/** The first KV cache's cell count where the state's header is readable and the count fits its bytes. */
+export function firstCellCount(state: Buffer): number | undefined {
+  if (state.length < 16 || state.readUInt32LE(0) !== STATE_MAGIC) return undefined;
+  const nStream = state.readUInt32LE(8);
+  const cells = nStream === 0 ? 0 : state.readUInt32LE(12);
+  return nStream <= 64 && cells * 8 <= state.length - 16 ? cells : undefined;
+}
+
 function readFloat(type: number, data: Buffer, i: number): number {
   return type === GGML_F32 ? data.readFloatLE(i * 4) : halfToFloat(data.readUInt16LE(i * 2));
 }

@@ -13,6 +13,11 @@ import { Sequence } from './sequence';
 export class KvPressure {
   /** The contexts registry's hook: spills one idle context; false when there is none. */
   spillIdleContext?: () => Promise<boolean>;
+  /**
+   * Set by a preemption until a running request ends: admitting the next queued request into the
+   * freed sequence would fill the cache again and refuse it too, one by one down the queue.
+   */
+  holdAdmissions = false;
 
   constructor(
     private readonly cache: PrefixCache,
@@ -37,6 +42,7 @@ export class KvPressure {
     victim.fail(kvFull('the running requests filled it first'));
     this.stats.rejected++;
     this.release(victim);
+    this.holdAdmissions = this.active.length > 0;
   }
 
   /**

@@ -215,6 +215,7 @@ export class Scheduler {
       if (s.finished) {
         this.active.splice(i, 1);
         this.release(s, false);
+        this.pressure.holdAdmissions = false;
       }
     }
     for (let i = this.queue.length - 1; i >= 0; i--) {
@@ -231,6 +232,8 @@ export class Scheduler {
   }
 
   private async admit(): Promise<void> {
+    if (this.pressure.holdAdmissions && this.active.length > 0) return;
+    this.pressure.holdAdmissions = false;
     while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
       const next = this.queue[0];
       // Graph sampling serves top logprobs on the CPU: such a request binds nothing.
@@ -379,6 +382,7 @@ export class Scheduler {
         this.intake.complete(s);
         this.release(s, true);
       }
+      if (finished.length > 0) this.pressure.holdAdmissions = false;
     }
   }
 }

@@ -112,6 +112,8 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
     } catch (err) {
       if (job.signal?.aborted) throw err;
       if (err instanceof Permanent) throw err;
+      // A connection dropped after bringing bytes resumes as if it had not failed.
+      if (want !== undefined && sizeOf(p.file) > have && sizeOf(p.file) < want) failures = 0;
       if (++failures > RETRIES) throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
       await sleep(Math.min(200 * 2 ** (failures - 1), 3000));
     }

@@ -48,7 +48,7 @@ export class PullService {
     const manifest = await client.manifest(o.signal);
     const layers = [...(manifest.config ? [manifest.config] : []), ...manifest.layers];
     for (const l of layers) checkDigest(l.digest);
-    for (const l of layers) this.store.pinned.add(l.digest);
+    for (const l of layers) this.store.pin(l.digest);
     let written = false;
     try {
       for (const l of layers) await this.fetchLayer(client, l, o, emit);
@@ -57,7 +57,7 @@ export class PullService {
       this.store.writeManifest(ref, manifest);
       written = true;
     } finally {
-      for (const l of layers) this.store.pinned.delete(l.digest);
+      for (const l of layers) this.store.unpin(l.digest);
       // A pull that failed keeps no blob nothing lists (layers fetched before the one that failed).
       if (!written) for (const l of layers) this.store.dropUnreferenced(l.digest);
     }
