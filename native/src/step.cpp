@@ -116,6 +116,7 @@ class StepWorker : public BusyWorker {
       if (status != 0) break;  // a later step that finds no KV room just ends the chain
       steps_++;
       sampleAll();
+      if (sampleFailed_) break;  // a -1 must not be decoded: JS fails that sequence
       const int64_t now = ggml_time_us();
       if (!chainable() || cs_->yield.load() || now - start >= maxUs_) break;
       // Streaming: hand the steps so far to JS while the chain goes on.
@@ -219,15 +220,23 @@ class StepWorker : public BusyWorker {
         logprobs_.push_back(std::nullopt);
       }
       llama_token t;
-      if (r.graph) {
-        // Sampled in the graph; the request's own sampler follows along (its
-        // penalty history), so a later clone or a CPU fallback starts from here.
-        t = common_sampler_sample(r.graph, cs_->ctx, r.index);
-        common_sampler_accept(r.graph, t, true);
-      } else {
-        t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+      try {
+        if (r.graph) {
+          // Sampled in the graph; the request's own sampler follows along (its
+          // penalty history), so a later clone or a CPU fallback starts from here.
+          t = common_sampler_sample(r.graph, cs_->ctx, r.index);
+          common_sampler_accept(r.graph, t, true);
+        } else {
+          t = common_sampler_sample(r.smpl->smpl, cs_->ctx, r.index);
+        }
+        common_sampler_accept(r.smpl->smpl, t, true);
+      } catch (const std::exception &) {
+        // A grammar that allows no token here (unsatisfiable, or a token id past the
+        // vocabulary): this sequence gets -1 and fails alone; the others in the step go on.
+        out_.push_back(-1);
+        sampleFailed_ = true;
+        continue;
       }
-      common_sampler_accept(r.smpl->smpl, t, true);
       // Every accept is a new state: a clone elsewhere that missed it is stale.
       r.smpl->version++;
       if (r.graph) cs_->seqSamplers[seq_[r.index]].version = r.smpl->version;
@@ -275,7 +284,7 @@ class StepWorker : public BusyWorker {
   std::vector<SampleReq> reqs_;
   int32_t maxSteps_ = 1, steps_ = 0;
   int64_t maxUs_ = 0;
-  bool chainChecked_ = false, chainOk_ = false;
+  bool chainChecked_ = false, chainOk_ = false, sampleFailed_ = false;
   int status_ = -1;
   float lse_ = 0;
   std::vector<llama_token> out_;

@@ -124,6 +124,30 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
     }
     expect(srv.proc.exitCode).toBeNull();
   });
+
+  it('a repetition with its minimum above its maximum is refused (llama.cpp expanded it until memory ran out)', async () => {
+    const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 4, svc_grammar: 'root ::= "a"{5,2}' });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toBe('invalid grammar: line 1, column 13: the repetition {5,2} has its minimum above its maximum');
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+  });
+
+  it('a grammar that allows no token fails its own request (400) and no other in the same step', async () => {
+    // Token ids past the vocabulary and an impossible character parse, then allow nothing.
+    const plain = { prompt: 'Once upon a time', max_tokens: 24, temperature: 0 };
+    const alone = (await postJson(`${srv.url}/v1/completions`, plain)).json.choices[0].text;
+    for (const gbnf of ['root ::= <[99999999]>', 'root ::= "\\x00"']) {
+      const [bad, good] = await Promise.all([
+        postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 8, svc_grammar: gbnf }),
+        postJson(`${srv.url}/v1/completions`, plain),
+      ]);
+      expect(bad.status).toBe(400);
+      expect(bad.json.error.message).toBe('the output constraint allows no token at this point: the grammar or schema cannot be satisfied');
+      expect(good.status).toBe(200);
+      expect(good.json.choices[0].text).toBe(alone);
+    }
+    expect(srv.logs()).not.toMatch(/ERROR \[http\]/);
+  });
 });
 
 const SCHEMA = {

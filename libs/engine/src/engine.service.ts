@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { NativeSamplerOptions } from './backend/native-addon';
-import { describeGbnfProblem } from './constraints/gbnf-check';
+import { describeGbnfProblem, invertedRepetition } from './constraints/gbnf-check';
 import { Lexicon } from './constraints/lexicon';
 import { InvalidRequestError } from './core/errors';
 import { GenerationEvent } from './core/generation-events';
@@ -46,6 +46,8 @@ export class EngineService implements OnApplicationShutdown {
       throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per request`);
     }
     const constraint = rendered.constraint ?? requested;
+    const inverted = constraint.kind === 'grammar' ? invertedRepetition(constraint.gbnf) : undefined;
+    if (inverted) throw new InvalidRequestError(`invalid grammar: ${inverted}`);
     let sampler;
     try {
       sampler = lm.scheduler.sampler({

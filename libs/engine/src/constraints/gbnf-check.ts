@@ -13,6 +13,22 @@ export function describeGbnfProblem(src: string): string | undefined {
   }
 }
 
+/**
+ * A repetition {m,n} with m above n, which llama.cpp's parser does not refuse: it expands it
+ * without end, on the thread that builds the sampler (the event loop), until memory runs out.
+ * Checked before llama.cpp sees the grammar; literals, classes and comments are skipped.
+ */
+export function invertedRepetition(src: string): string | undefined {
+  const code = src.replace(/"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|#[^\n]*/g, (m) => ' '.repeat(m.length));
+  for (const m of code.matchAll(/\{\s*(\d+)\s*,\s*(\d+)\s*\}/g)) {
+    if (Number(m[1]) > Number(m[2])) {
+      const before = src.slice(0, m.index).split('\n');
+      return `line ${before.length}, column ${before[before.length - 1].length + 1}: the repetition ${m[0]} has its minimum above its maximum`;
+    }
+  }
+  return undefined;
+}
+
 // llama.cpp rule names: letters, digits and hyphens (no underscore).
 const WORD = /[A-Za-z0-9-]/;
 

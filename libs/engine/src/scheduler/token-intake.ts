@@ -1,4 +1,5 @@
 import { NativeContext, NativeStepTokens } from '../backend/native-addon';
+import { InvalidRequestError } from '../core/errors';
 import { SchedulerStats } from './scheduler-stats';
 import { Sequence } from './sequence';
 
@@ -59,7 +60,15 @@ export class TokenIntake {
       for (let i = 0; i < n; i++) {
         const s = owners[i];
         if (s.finished || s.ending || s.cancelled) continue;
-        const r = s.accept(result.tokens[k * n + i], result.logprobs[k * n + i] ?? null, this.nCtxSeq);
+        const token = result.tokens[k * n + i];
+        if (token < 0) {
+          // The engine could not sample for it (see step.cpp sampleAll): it fails alone.
+          s.fail(new InvalidRequestError('the output constraint allows no token at this point: the grammar or schema cannot be satisfied'));
+          this.active.splice(this.active.indexOf(s), 1);
+          finished.push(s);
+          continue;
+        }
+        const r = s.accept(token, result.logprobs[k * n + i] ?? null, this.nCtxSeq);
         this.stats.generatedTokens++;
         if (r.finish) {
           s.ending = { reason: r.finish, stop: r.stop, at: now };
