@@ -167,8 +167,9 @@ export class ContextsService {
     } catch (err) {
       // f32 states of layouts the walk does not know (two caches, sliding-window or recurrent
       // ones) are saved without it: there only the first cache's cell count is bounded.
-      if (file.header.precision !== 'f32' || firstCellCount(state) === undefined) throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
-      if (firstCellCount(state)! > n) throw new InvalidRequestError(`corrupt context file: its KV state holds more cells than its ${n} tokens`);
+      const cells = file.header.precision === 'f32' ? firstCellCount(state) : undefined;
+      if (cells === undefined) throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
+      if (cells > n) throw new InvalidRequestError(`corrupt context file: its KV state holds more cells than its ${n} tokens`);
       return state;
     }
     if (positions.length !== n) throw new InvalidRequestError(`corrupt context file: its KV state holds ${positions.length} cells for ${n} tokens`);

@@ -38,8 +38,16 @@ const STATE_MAGIC = 0xaf143cd8;
 /** sizeof(llama_kv_cell_ext): written per cell only on some models, which the state does not say. */
 const CELL_EXT_BYTES = 12;
 
+/** A state split into structural bytes and float tensor blocks, and where its cells sit. */
+interface ParsedState {
+  chunks: Chunk[];
+  nStream: number;
+  /** The first stream's cell positions, in cell order. */
+  positions: Int32Array;
+}
+
 /** Splits a state into structural bytes and float tensor blocks; throws if the layout is not understood. */
-function parseState(state: Buffer): Chunk[] {
+function parseState(state: Buffer): ParsedState {
   try {
     return parseWith(state, 0);
   } catch (err) {
@@ -51,7 +59,7 @@ function parseState(state: Buffer): Chunk[] {
   }
 }
 
-function parseWith(state: Buffer, extBytes: number): Chunk[] {
+function parseWith(state: Buffer, extBytes: number): ParsedState {
   const c = new Cursor(state);
   if (state.length < 8 || c.u32() !== STATE_MAGIC) throw new Error('not a llama.cpp sequence state');
   c.i32(); // the sequence it was read from
@@ -69,13 +77,16 @@ function parseWith(state: Buffer, extBytes: number): Chunk[] {
     rawFrom = c.pos;
   };
   const nStream = c.u32();
+  let positions = new Int32Array(0);
   for (let s = 0; s < nStream; s++) {
     const cells = c.u32();
     if (cells === 0) continue;
     // Each cell's metadata takes at least 8 bytes: a count past what is left is not a state.
     if (cells * 8 > state.length - c.pos) throw new Error(`the state claims ${cells} cells in ${state.length} bytes`);
+    const pos = s === 0 ? (positions = new Int32Array(cells)) : undefined;
     for (let i = 0; i < cells; i++) {
-      c.i32();
+      const p = c.i32();
+      if (pos) pos[i] = p;
       const nSeq = c.u32();
       c.pos += extBytes + 4 * nSeq;
     }
@@ -102,7 +113,7 @@ function parseWith(state: Buffer, extBytes: number): Chunk[] {
   }
   flushRaw(c.pos);
   if (c.pos !== state.length) throw new Error('unexpected bytes after the KV state');
-  return chunks;
+  return { chunks, nStream, positions };
 }
 
 /**
@@ -112,27 +123,9 @@ function parseWith(state: Buffer, extBytes: number): Chunk[] {
  * server killed for memory) and trusts the positions.
  */
 export function statePositions(state: Buffer): Int32Array {
-  let first: unknown;
-  for (const ext of [0, CELL_EXT_BYTES]) {
-    try {
-      parseWith(state, ext);
-      const c = new Cursor(state);
-      c.pos = 8;
-      const nStream = c.u32();
-      if (nStream !== 1) throw new Error(`the state holds ${nStream} KV streams; a context has one`);
-      const cells = c.u32();
-      const positions = new Int32Array(cells);
-      for (let i = 0; i < cells; i++) {
-        positions[i] = c.i32();
-        const nSeq = c.u32();
-        c.pos += ext + 4 * nSeq;
-      }
-      return positions;
-    } catch (err) {
-      first ??= err;
-    }
-  }
-  throw first;
+  const { nStream, positions } = parseState(state);
+  if (nStream !== 1) throw new Error(`the state holds ${nStream} KV streams; a context has one`);
+  return positions;
 }
 
 /** The first KV cache's cell count where the state's header is readable and the count fits its bytes. */
@@ -155,7 +148,7 @@ function writeFloat(type: number, data: Buffer, i: number, v: number): void {
 /** Encodes a state at the given precision (f32 = the state as llama.cpp wrote it). */
 export function encodeState(state: Buffer, precision: Precision): Buffer {
   if (precision === 'f32') return state;
-  const chunks = parseState(state);
+  const { chunks } = parseState(state);
   const parts: Buffer[] = [u32(chunks.length)];
   for (const ch of chunks) {
     if (ch.raw) {
