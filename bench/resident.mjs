@@ -48,7 +48,14 @@ async function prefill(ctx, seq, tokens, sampler) {
     r = await ctx.step(b, last && sampler ? [{ index: part.length - 1, sampler }] : []);
     if (r.status !== 0) throw new Error(`step status ${r.status}`);
   }
-  return { ms: performance.now() - t0, token: r.tokens[0] };
+  return { ms: performance.now() - t0, token: r.tokens[0], row: tokens.length - 1 - Math.floor((tokens.length - 1) / 512) * 512 };
+}
+
+/** Largest logit minus the runner-up: how near a greedy choice was to flipping. */
+function margin(logits) {
+  let a = -Infinity, b = -Infinity;
+  for (const v of logits) if (v > a) { b = a; a = v; } else if (v > b) b = v;
+  return a - b;
 }
 
 async function fill(ctx, seqs) {
@@ -59,7 +66,7 @@ async function measure(ctx, layout) {
   const below = Array.from({ length: nResident }, (_, i) => 100 + i);
   const after = Array.from({ length: nResident }, (_, i) => 150 + i);
   if (layout !== 'none') await fill(ctx, below);
-  const out = { short: [], prefill: [], decode: [], tokens: null };
+  const out = { short: [], prefill: [], decode: [], tokens: null, logits: null, margins: [] };
   for (let k = 0; k < reps; k++) {
     const sampler = ctx.createSampler({ temperature: 0 });
     ctx.seqRemove(1, -1, -1);
@@ -68,6 +75,8 @@ async function measure(ctx, layout) {
     sampler.reset();
     const p = await prefill(ctx, 1, longPrompt, sampler);
     out.prefill.push(p.ms);
+    // the prompt's output row, kept to tell rounding from a wrong cell set between modes
+    if (k === 0) out.logits = Float32Array.from(ctx.logits(p.row));
     if (layout === 'around' && k === 0) await fill(ctx, after);
     // greedy decode of 64 tokens, one step at a time
     const tokens = [p.token];
@@ -76,13 +85,14 @@ async function measure(ctx, layout) {
       const r = await ctx.step(batchOf([tokens.at(-1)], 1, longPrompt.length + i), [{ index: 0, sampler }]);
       if (r.status !== 0) throw new Error(`step status ${r.status}`);
       tokens.push(r.tokens[0]);
+      if (k === 0) out.margins.push(margin(ctx.logits(0)));
     }
     out.decode.push((performance.now() - t0) / 64);
     out.tokens = tokens;
     sampler.dispose();
   }
   for (const s of [...below, ...after, 1]) ctx.seqRemove(s, -1, -1);
-  return { short_ms: median(out.short), prefill_ms: median(out.prefill), decode_ms: median(out.decode), tokens: out.tokens };
+  return { short_ms: median(out.short), prefill_ms: median(out.prefill), decode_ms: median(out.decode), tokens: out.tokens, logits: out.logits, margins: out.margins };
 }
 
 const results = [];
@@ -102,6 +112,15 @@ for (const mode of ['window', 'no-window']) {
 const ref = results[0].tokens.join(',');
 const same = results.every((r) => r.tokens.join(',') === ref);
 console.log(`greedy tokens equal in every layout and mode: ${same}`);
+// Where they differ: the first differing token, the top-two margin the reference had
+// just before it, and the largest difference of the prompt's logits from the reference's.
+for (const r of results.slice(1)) {
+  const d = r.tokens.findIndex((t, i) => t !== results[0].tokens[i]);
+  let maxDiff = 0;
+  for (let i = 0; i < r.logits.length; i++) maxDiff = Math.max(maxDiff, Math.abs(r.logits[i] - results[0].logits[i]));
+  const at = d < 0 ? 'equal' : `first differs at token ${d} (reference margin there ${d === 0 ? margin(results[0].logits).toExponential(2) : results[0].margins[d - 1].toExponential(2)})`;
+  console.log(`  ${r.mode} ${r.layout}: ${at}; prompt logits max |diff| ${maxDiff.toExponential(2)}`);
+}
 const outFile = opt('--out', null);
-if (outFile) fs.writeFileSync(outFile, JSON.stringify({ model: path.basename(modelPath), backend, threads, reps, resident: `${nResident}x${residentLen}`, results: results.map(({ tokens, ...r }) => r), same }, null, 2));
+if (outFile) fs.writeFileSync(outFile, JSON.stringify({ model: path.basename(modelPath), backend, threads, reps, resident: `${nResident}x${residentLen}`, results: results.map(({ tokens, logits, margins, ...r }) => r), same }, null, 2));
 if (!same) process.exit(1);

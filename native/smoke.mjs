@@ -129,7 +129,14 @@ check(read === state.length && ctx.seqPosMax(3) === posMax, 'stateSeqSet restore
     [{ index: 0, sampler: s2, topLogprobs: 0 }, { index: 1, sampler: s3, topLogprobs: 0 }]);
   check(res.status === 0 && res.tokens[0] === res.tokens[1], 'restored seq continues like the original', Array.from(res.tokens).join(','));
   const l0 = ctx.logits(0), l1 = ctx.logits(1);
-  check(l0.length === model.info.nVocab && l0.every((v, i) => Math.abs(v - l1[i]) < 1e-4), 'logits(index) copies match');
+  const maxDiff = l0.reduce((m, v, i) => Math.max(m, Math.abs(v - l1[i])), 0);
+  const argmax = (l) => l.reduce((b, v, i) => (v > l[b] ? i : b), 0);
+  // Same tokens, other cells: on the CPU the sums run in the same order (equal logits);
+  // a GPU's attention kernels sum per tile, and where each sequence's cells fall among
+  // the tiles of the step's window changes the rounding (1.8e-3 seen on an H200).
+  const tol = backend === 'cpu' ? 1e-4 : 1e-2;
+  check(l0.length === model.info.nVocab && maxDiff < tol && argmax(l0) === res.tokens[0] && argmax(l1) === res.tokens[1],
+    'logits(index) copies match', `max |diff| ${maxDiff.toExponential(2)}`);
   s2.dispose();
   s3.dispose();
 }

@@ -33,6 +33,9 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 #   stream    svc alone on the GPU with streaming chains off (SVC_STREAM_MS=-1, session 3's
 #             chains), to set beside the gpu phase's svc figures (streaming chains on)
 #   repeat    the stories260K GPU benchmark REPEAT more times (the Xid 13 hunt)
+#   stress    bench/stress-bursts.mjs on the GPU, svc then llama-server: 300 sequential sampled
+#             streams, then 10 bursts of 8 (the load that crashed svc with CUDA graphs on
+#             multi-token steps, patch 0007); STRESS_MODELS (default stories)
 #   variants  one server alone on the GPU with other flags, VARIANT_MODELS (default qwen05b) once
 #             each: LLAMA_VARIANT (more llama-server flags, e.g. -bs), SVC_VARIANT (more svc flags)
 PHASES=${PHASES:-smoke dialects gpu}
@@ -74,6 +77,13 @@ if has stream; then
   echo "== benchmark, GPU, svc with streaming chains off"
   timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --only svc --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench-nostream.json" \
     --svc-cmd "env SVC_STREAM_MS=-1 node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" 2>&1 | tee "$OUT/bench-nostream.log" | tail -12
+fi
+if has stress; then
+  echo "== stress: bursts of concurrent sampled streams on the GPU"
+  timeout "${STRESS_TIMEOUT:-200}" node bench/stress-bursts.mjs --models "${STRESS_MODELS:-stories}" --threads "$T" \
+    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" \
+    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/stress.log"
+  tar -czf "$OUT/stress-logs.tgz" /tmp/svc-stress-*.log 2>/dev/null
 fi
 if has repeat; then
   for i in $(seq "${REPEAT:-2}"); do
