@@ -148,6 +148,38 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
     }
     expect(srv.logs()).not.toMatch(/ERROR \[http\]/);
   });
+
+  it('a streamed request that fails before its first token gets its 400, not a stream cut after its opening frames', async () => {
+    // The stream's 200 and opening frames (chat's role chunk, message_start, response.created)
+    // go out with the first token: before this, completions closed the connection with no
+    // answer at all and the others sent 200 and their opening frames, then cut.
+    const grammar = 'root ::= "\\x00"';
+    const message = 'the output constraint allows no token at this point: the grammar or schema cannot be satisfied';
+    const bodies: Array<[string, Record<string, unknown>]> = [
+      ['/v1/completions', { prompt: 'Once upon a time', max_tokens: 8 }],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }],
+      ['/v1/messages', { model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }],
+      ['/v1/responses', { model: 'stories260K', input: 'hi', max_output_tokens: 8 }],
+    ];
+    for (const [path, body] of bodies) {
+      const r = await fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true, svc_grammar: grammar }) });
+      expect([path, r.status, r.headers.get('content-type')]).toEqual([path, 400, 'application/json; charset=utf-8']);
+      expect(await r.json()).toEqual({ error: { message, type: 'Bad Request' } });
+    }
+    // The official client sees an API error it can catch, not a dropped connection.
+    const err = await client.chat.completions
+      .create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8, stream: true, svc_grammar: grammar } as never)
+      .then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    // A stream that can start still opens with the role chunk and ends with [DONE].
+    const ok = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, stream: true }) });
+    const frames = (await ok.text()).split('\n\n').filter(Boolean);
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(frames[0].slice(6)).choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+  });
 });
 
 const SCHEMA = {

@@ -2,11 +2,13 @@ import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { isLingering } from './body-parsing';
 import { errorBody, toHttpFailure } from './http-errors';
+import { failHijacked } from './sse';
 
 /**
  * Shapes every error the same way for its dialect. A stream that has started
  * cannot change its status: it is cut off instead (no [DONE] frame), which
- * clients treat as truncated.
+ * clients treat as truncated. A stream that has not sent anything yet answers
+ * with the error like any request.
  */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
@@ -18,11 +20,12 @@ export class HttpErrorFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     const f = toHttpFailure(err);
     if (f.status >= 500) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
+    const path = (req.url ?? '').split('?')[0];
     if (reply.raw.headersSent || reply.sent) {
-      reply.raw.destroy();
+      // hijacked by a StreamWriter (reply.sent): answered on the raw response
+      failHijacked(reply, f.status, f.status === 429 ? undefined : errorBody(path, f.status, f.message), f.headers);
       return;
     }
-    const path = (req.url ?? '').split('?')[0];
     for (const [k, v] of Object.entries(f.headers ?? {})) reply.header(k, v);
     if (isLingering(err)) reply.removeHeader('connection');
     // 429 answers with an empty body (spec): clients retry after Retry-After.

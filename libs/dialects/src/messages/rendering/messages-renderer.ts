@@ -1,6 +1,7 @@
 import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, DoneEvent, newId } from '../../shared/collect';
+import { primed } from '../../shared/primed';
 import { WireContentBlock, WireMessage, WireStopReason, WireUsage } from '../protocol/wire-types';
 
 /**
@@ -29,7 +30,8 @@ export class MessagesRenderer {
     return { ...this.shell(), content, stop_reason: reason, stop_sequence: sequence, usage: wireUsage(c.done.usage) };
   }
 
-  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+  async stream(source: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    const events = await primed(source);
     const start = { ...this.shell(), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.promptTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
     out.event({ type: 'message_start', message: start }, 'message_start');
     out.event({ type: 'ping' }, 'ping');

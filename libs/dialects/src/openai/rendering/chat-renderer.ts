@@ -1,6 +1,7 @@
 import { GenerationEvent, TokenLogprob, ToolCallEvent } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, newId, nowSeconds } from '../../shared/collect';
+import { primed } from '../../shared/primed';
 import { WireChatLogprob, WireToolCall } from '../protocol/wire-types';
 import { wireUsage } from './usage';
 
@@ -31,7 +32,8 @@ export class ChatRenderer {
     };
   }
 
-  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+  async stream(source: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    const events = await primed(source);
     out.event(this.chunk({ role: 'assistant', content: '' }, null));
     for await (const ev of events) {
       if (out.closed) break;

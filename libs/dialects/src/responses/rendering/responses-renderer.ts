@@ -1,6 +1,7 @@
 import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, DoneEvent, newId } from '../../shared/collect';
+import { primed } from '../../shared/primed';
 import { WireFunctionCallItem, WireMessageItem, WireOutputItem, WireOutputText, WireResponse, WireResponseUsage } from '../protocol/wire-types';
 
 /** Called with the finished response before the client hears of it (so a chained turn finds it stored). */
@@ -30,7 +31,8 @@ export class ResponsesRenderer {
     return final;
   }
 
-  async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+  async stream(source: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    const events = await primed(source);
     const send = (type: string, body: Record<string, unknown>) => out.event({ type, sequence_number: this.sequence++, ...body }, type);
     send('response.created', { response: this.base });
     send('response.in_progress', { response: this.base });
