@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import Ajv from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
 import { syntheticModel } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -32,6 +33,47 @@ function expectValidCall(r: OpenAI.Chat.ChatCompletion, only?: string): OpenAI.C
   expect(Object.keys(validArgs)).toContain(call.function.name);
   expect(validArgs[call.function.name](JSON.parse(call.function.arguments))).toBe(true);
   return call;
+}
+
+/** Parameters as pydantic writes a nested model: the nested one under $defs, used through a $ref. */
+const SHIP = {
+  $defs: {
+    Address: {
+      type: 'object',
+      title: 'Address',
+      properties: { city: { type: 'string', enum: ['Paris', 'Rome'] }, zip: { type: 'string', pattern: '^[0-9]{5}$' } },
+      required: ['city', 'zip'],
+      additionalProperties: false,
+    },
+  },
+  type: 'object',
+  title: 'Ship',
+  properties: { to: { $ref: '#/$defs/Address', description: 'where to' }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+  required: ['to', 'days'],
+  additionalProperties: false,
+};
+
+/**
+ * llama.cpp resolved "#/$defs/..." against the schema it wraps each tool's parameters in, and
+ * refused every such tool (400 "Error resolving ref"); svc inlines them first. A recursive
+ * model cannot be inlined and is refused by name.
+ */
+async function expectDefsToolWorks(srv: RunningServer, client: OpenAI): Promise<void> {
+  const tools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'ship', parameters: SHIP } }];
+  const valid = new Ajv2020({ strict: true }).compile(SHIP);
+  for (const seed of [1, 2]) {
+    const r = await client.chat.completions.create({ model: '', messages: USER, tools, tool_choice: 'required', max_tokens: 200, temperature: 1, seed });
+    const call = r.choices[0].message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect([r.choices[0].finish_reason, call.function.name]).toEqual(['tool_calls', 'ship']);
+    expect(valid(JSON.parse(call.function.arguments))).toBe(true);
+  }
+  const tree = { $defs: { Node: { type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/Node' } } } } }, type: 'object', properties: { root: { $ref: '#/$defs/Node' } } };
+  const rec = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function', function: { name: 'walk', parameters: tree } }], tool_choice: 'required' });
+  expect(rec.status).toBe(400);
+  expect(rec.json.error.message).toBe('tool "walk" parameters: the $ref #/$defs/Node refers to itself (a recursive schema), which a tool\'s parameters cannot use here');
+  const dangling = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { $ref: '#/$defs/Gone' } } } } }] });
+  expect(dangling.status).toBe(400);
+  expect(dangling.json.error.message).toBe('tool "f" parameters: the $ref #/$defs/Gone points at nothing in the schema');
 }
 
 /** Qwen2.5's real template: tools rendered by the template, calls constrained by llama.cpp's call grammar. */
@@ -124,6 +166,10 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(second.usage!.prompt_tokens).toBeGreaterThan(without.usage!.prompt_tokens);
   });
 
+  it('parameters with $defs and $ref (a pydantic nested model) give valid calls', async () => {
+    await expectDefsToolWorks(srv, client);
+  });
+
   it('refuses a malformed tool or tool_choice', async () => {
     const bad = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function' }] });
     expect(bad.status).toBe(400);
@@ -156,5 +202,9 @@ describe('forced tool calls without a template tool format (synthetic qwen2-tiny
     const final = await client.chat.completions.stream({ model: '', messages: USER, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 0 }).finalChatCompletion();
     expect(final.choices[0].finish_reason).toBe('tool_calls');
     expect(final.choices[0].message.tool_calls).toHaveLength(1);
+  });
+
+  it('parameters with $defs and $ref (a pydantic nested model) give valid calls', async () => {
+    await expectDefsToolWorks(srv, client);
   });
 });

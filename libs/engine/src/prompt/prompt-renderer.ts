@@ -2,6 +2,7 @@ import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
+import { inlineLocalRefs } from './schema-refs';
 import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
 export interface RenderedPrompt {
@@ -24,7 +25,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
     throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
-  const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice);
+  const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice).map(withInlinedRefs);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
   const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
@@ -88,6 +89,14 @@ function toolChoiceText(choice: CoreToolChoice | undefined): string {
   // A named function is required; the schema-constrained call grammar then
   // produces a call (the template sees only the tools, filtered by the caller).
   return typeof choice === 'string' ? choice : 'required';
+}
+
+/** llama.cpp resolves a tool's "#/$defs/..." against its own wrapper schema: inlined first. */
+function withInlinedRefs(t: CoreTool): CoreTool {
+  const params = t.function.parameters;
+  if (!params) return t;
+  const inlined = inlineLocalRefs(params, `tool "${t.function.name}" parameters`);
+  return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
 }
 
 /** llama.cpp's template code reads string content or text parts. */
