@@ -94,6 +94,25 @@ describe('forged and damaged context files', () => {
     expect(ok.json.choices[0].text).toBe(', there was a little g');
   });
 
+  it('bytes after the state are refused; with them a damaged cell list is still checked', async () => {
+    // Trailing bytes defeat the full walk, whose fallback (for layouts it does not know) checked
+    // only the cell count: a duplicated position got through, and the context's next decode
+    // failed every request in its step.
+    const p = split(snap);
+    const tail = Buffer.from([0, 0, 0, 0]);
+    await expectRefused(join({ ...p, payload: Buffer.concat([p.payload, tail]) }), `corrupt context file: llama.cpp read ${p.payload.length} of its KV state's ${p.payload.length + 4} bytes`);
+    const dup = Buffer.from(p.payload);
+    const n = p.tokens.length;
+    // The last cell (each is pos, n_seq = 1, seq id: 12 bytes) takes position 0.
+    dup.writeInt32LE(0, FIRST_POS + 12 * (n - 1));
+    await expectRefused(join({ ...p, payload: Buffer.concat([dup, tail]) }), `corrupt context file: its KV state holds position 0, not one of 0..${n - 1} once each`);
+    const [innocent, after] = await Promise.all([
+      postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 6, temperature: 0 }),
+      restore(join({ ...p, payload: Buffer.concat([dup, tail]) })),
+    ]);
+    expect([innocent.json.choices[0].text, after.status, after.json.error.message]).toEqual([', there was a little g', 400, `corrupt context file: its KV state holds position 0, not one of 0..${n - 1} once each`]);
+  });
+
   it('a header that is not a context header, or names another precision, is a 400', async () => {
     const p = split(snap);
     await expectRefused(join({ ...p, header: null }), 'corrupt context file: its header is not a context header');

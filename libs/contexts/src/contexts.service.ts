@@ -9,7 +9,7 @@ import { ModelManager } from '../../engine/src/models/model-manager';
 import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
 import { checkMessages } from '../../dialects/src/shared/to-core';
 import { ownerKey, RequestIdentity } from '../../http/src/identity';
-import { decodeState, encodeState, firstCellCount, Precision, statePositions } from './snapshot/kv-quant';
+import { decodeState, encodeState, firstCachePositions, Precision, statePositions } from './snapshot/kv-quant';
 import { decodeSnapshot, encodeSnapshot, FileKind, SnapshotFile, SnapshotFormatError } from './snapshot/snapshot-file';
 
 const PRECISIONS: Precision[] = ['f32', 'vq8', 'q8'];
@@ -166,18 +166,17 @@ export class ContextsService {
       positions = statePositions(state);
     } catch (err) {
       // f32 states of layouts the walk does not know (two caches, sliding-window or recurrent
-      // ones) are saved without it: there only the first cache's cell count is bounded.
-      const cells = file.header.precision === 'f32' ? firstCellCount(state) : undefined;
-      if (cells === undefined) throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
-      if (cells > n) throw new InvalidRequestError(`corrupt context file: its KV state holds more cells than its ${n} tokens`);
+      // ones) are saved without it: there the first cache's cells are checked, at most one per
+      // token, each at a distinct position below n (a recurrent cache keeps one, at the last).
+      const readings = file.header.precision === 'f32' ? firstCachePositions(state) : [];
+      if (readings.length === 0) throw new InvalidRequestError(`corrupt context file: ${(err as Error).message}`);
+      const problems = readings.map((r) => (r.length > n ? `its KV state holds more cells than its ${n} tokens` : positionProblem(r, n)));
+      if (problems.every((p) => p !== undefined)) throw new InvalidRequestError(`corrupt context file: ${problems[0]}`);
       return state;
     }
     if (positions.length !== n) throw new InvalidRequestError(`corrupt context file: its KV state holds ${positions.length} cells for ${n} tokens`);
-    const seen = new Uint8Array(n);
-    for (const p of positions) {
-      if (p < 0 || p >= n || seen[p]) throw new InvalidRequestError(`corrupt context file: its KV state holds position ${p}, not one of 0..${n - 1} once each`);
-      seen[p] = 1;
-    }
+    const problem = positionProblem(positions, n);
+    if (problem) throw new InvalidRequestError(`corrupt context file: ${problem}`);
     return state;
   }
 
@@ -234,4 +233,14 @@ export function snapshotBodyLimit(kv: Record<string, unknown> | undefined, ctxFl
 export function layoutOf(lm: LoadedModel): string {
   const i = lm.native.info;
   return `${i.architecture}/L${i.nLayer}/E${i.nEmbd}/H${i.nHead}/KV${i.nHeadKv}/V${i.nVocab}`;
+}
+
+/** What is wrong with a state's cell positions for a context of n tokens: each within 0..n-1, none twice. */
+function positionProblem(positions: Int32Array, n: number): string | undefined {
+  const seen = new Uint8Array(n);
+  for (const p of positions) {
+    if (p < 0 || p >= n || seen[p]) return `its KV state holds position ${p}, not one of 0..${n - 1} once each`;
+    seen[p] = 1;
+  }
+  return undefined;
 }

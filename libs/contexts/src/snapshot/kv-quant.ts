@@ -128,12 +128,36 @@ export function statePositions(state: Buffer): Int32Array {
   return positions;
 }
 
-/** The first KV cache's cell count where the state's header is readable and the count fits its bytes. */
-export function firstCellCount(state: Buffer): number | undefined {
-  if (state.length < 16 || state.readUInt32LE(0) !== STATE_MAGIC) return undefined;
+/**
+ * The first KV cache's cell positions, read from the state's head alone (for layouts the walk
+ * does not know: two caches, sliding-window or recurrent ones, whose first cache still lists
+ * its cells first): one reading per cell-extension size whose cell list fits the bytes.
+ */
+export function firstCachePositions(state: Buffer): Int32Array[] {
+  if (state.length < 16 || state.readUInt32LE(0) !== STATE_MAGIC) return [];
   const nStream = state.readUInt32LE(8);
-  const cells = nStream === 0 ? 0 : state.readUInt32LE(12);
-  return nStream <= 64 && cells * 8 <= state.length - 16 ? cells : undefined;
+  if (nStream === 0) return [new Int32Array(0)];
+  if (nStream > 64) return [];
+  const cells = state.readUInt32LE(12);
+  if (cells * 8 > state.length - 16) return [];
+  const readings: Int32Array[] = [];
+  for (const extBytes of [0, CELL_EXT_BYTES]) {
+    const c = new Cursor(state);
+    c.pos = 16;
+    const pos = new Int32Array(cells);
+    let fits = true;
+    for (let i = 0; i < cells && fits; i++) {
+      if (c.pos + 8 > state.length) fits = false;
+      else {
+        pos[i] = c.i32();
+        const nSeq = c.u32();
+        c.pos += extBytes + 4 * nSeq;
+        fits = nSeq <= 256 && c.pos <= state.length;
+      }
+    }
+    if (fits) readings.push(pos);
+  }
+  return readings;
 }
 
 function readFloat(type: number, data: Buffer, i: number): number {

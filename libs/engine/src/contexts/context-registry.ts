@@ -156,9 +156,11 @@ export class ContextRegistry {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, '', Math.floor(Date.now() / 1000));
     await this.scheduler.exclusive(async () => {
       c.seq = await this.residency.allocSeq();
-      if (!(await this.residency.setState(c.seq, state, c))) {
+      const read = await this.residency.setState(c.seq, state, c);
+      if (read !== state.length) {
+        // llama.cpp reads a state it wrote to its last byte: bytes left over are not its state.
         this.scheduler.freeSeqId(c.seq);
-        throw new InvalidRequestError('the snapshot state does not fit this model');
+        throw new InvalidRequestError(read === 0 ? 'the snapshot state does not fit this model' : `corrupt context file: llama.cpp read ${read} of its KV state's ${state.length} bytes`);
       }
       c.tokens = tokens.slice();
       this.byId.set(c.id, c);

@@ -37,7 +37,7 @@ export class Residency {
     if (c.lazySource) return this.bindLazy(c);
     const seq = await this.allocSeq(c);
     if (c.spillPath) {
-      if (!(await this.setState(seq, readFileSync(c.spillPath), c))) {
+      if ((await this.setState(seq, readFileSync(c.spillPath), c)) === 0) {
         this.scheduler.freeSeqId(seq);
         throw new Error(`could not restore spilled context ${c.id}`);
       }
@@ -94,11 +94,12 @@ export class Residency {
     return seq;
   }
 
-  /** Writes a state into seq, spilling idle contexts while the KV cache has no room for it. */
-  async setState(seq: number, state: Buffer, keep: KvContext): Promise<boolean> {
+  /** Writes a state into seq, spilling idle contexts while the KV cache has no room for it: the bytes llama.cpp read (0: no room). */
+  async setState(seq: number, state: Buffer, keep: KvContext): Promise<number> {
     for (;;) {
-      if ((await this.ctx.stateSeqSet(seq, state)) > 0) return true;
-      if (!(await this.spillIdle(keep))) return false;
+      const read = await this.ctx.stateSeqSet(seq, state);
+      if (read > 0) return read;
+      if (!(await this.spillIdle(keep))) return 0;
     }
   }
 
