@@ -170,6 +170,24 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     await expectDefsToolWorks(srv, client);
   });
 
+  it('messages: a prefill with a required call is refused by name (chat has no prefill: a call follows)', async () => {
+    // It was "invalid grammar: std::exception".
+    const message = 'a final assistant message (a prefill the reply continues) cannot be combined with a required tool call (tool_choice required, any or a named tool)';
+    const prefill = [...USER, { role: 'assistant' as const, content: 'Sure' }];
+    const tools = TOOLS.map((t) => ({ name: (t as OpenAI.Chat.ChatCompletionFunctionTool).function.name, input_schema: (t as OpenAI.Chat.ChatCompletionFunctionTool).function.parameters }));
+    for (const tool_choice of [{ type: 'any' }, { type: 'tool', name: 'get_time' }]) {
+      const m = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 50, messages: prefill, tools, tool_choice });
+      expect([m.status, m.json.error?.message]).toEqual([400, message]);
+    }
+    const auto = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 5, messages: prefill, tools, tool_choice: { type: 'auto' } });
+    expect(auto.status).toBe(200);
+    // An empty final assistant message is no prefill.
+    const empty = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 200, temperature: 0, messages: [...USER, { role: 'assistant', content: '' }], tools, tool_choice: { type: 'any' } });
+    expect([empty.status, empty.json.stop_reason]).toEqual([200, 'tool_use']);
+    // The chat dialect renders a final assistant message as history and answers in a new turn.
+    expectValidCall(await client.chat.completions.create({ model: '', messages: prefill, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 0 }));
+  });
+
   it('refuses a malformed tool or tool_choice', async () => {
     const bad = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function' }] });
     expect(bad.status).toBe(400);

@@ -28,6 +28,11 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice).map(withInlinedRefs);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
+  if (choice === 'required' && prompt.continueFinal) {
+    // The reply would have to continue the prefilled text and be a call at once: llama.cpp's
+    // call grammar then failed to build ("invalid grammar: std::exception") or the call was lost.
+    throw new InvalidRequestError('a final assistant message (a prefill the reply continues) cannot be combined with a required tool call (tool_choice required, any or a named tool)');
+  }
   const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
     try {
       return model.applyChatTemplate({
