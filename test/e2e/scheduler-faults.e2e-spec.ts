@@ -33,7 +33,7 @@ describe('a request over a damaged context fails alone', () => {
     sched = new Scheduler(model, ctx, { concurrency: 4, queueLimit: 8, nBatch: 512, nCtxSeq: 1024, cacheSlots: 0, cachePositions: 1024 });
   });
   afterAll(async () => {
-    await sched?.close?.();
+    await sched?.drain();
     ctx?.dispose();
   });
 
