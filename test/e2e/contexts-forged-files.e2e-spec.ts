@@ -113,6 +113,15 @@ describe('forged and damaged context files', () => {
     expect([innocent.json.choices[0].text, after.status, after.json.error.message]).toEqual([', there was a little g', 400, `corrupt context file: its KV state holds position 0, not one of 0..${n - 1} once each`]);
   });
 
+  it('a token id outside the vocabulary is refused', async () => {
+    const p = split(snap);
+    for (const bad of [512, -1, 0x7fffffff]) {
+      const tokens = [...p.tokens];
+      tokens[2] = bad;
+      await expectRefused(join({ ...p, tokens }), `corrupt context file: token 2 is ${bad}, not an id of this model's vocabulary (0..511)`);
+    }
+  });
+
   it('a header that is not a context header, or names another precision, is a 400', async () => {
     const p = split(snap);
     await expectRefused(join({ ...p, header: null }), 'corrupt context file: its header is not a context header');

@@ -161,6 +161,10 @@ export class ContextsService {
     const n = file.tokens.length;
     const limit = lm.scheduler.nCtxSeq;
     if (n + 1 > limit) throw new InvalidRequestError(`the context is ${n} tokens; ${lm.name} holds ${limit} positions per context`);
+    // The tokens are matched against prompts and turned back into text: each must be one of the model's.
+    const nVocab = lm.native.info.nVocab;
+    const stray = file.tokens.findIndex((t) => t < 0 || t >= nVocab);
+    if (stray >= 0) throw new InvalidRequestError(`corrupt context file: token ${stray} is ${file.tokens[stray]}, not an id of this model's vocabulary (0..${nVocab - 1})`);
     let positions: Int32Array;
     try {
       positions = statePositions(state);
