@@ -15,7 +15,7 @@ export class StreamWriter {
     reply.hijack();
     this.raw = reply.raw;
     this.headers = {
-      ...Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)])),
+      ...replyHeaders(reply),
       'content-type': contentType === 'text/event-stream' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson',
       'cache-control': 'no-cache',
       connection: 'keep-alive',
@@ -69,10 +69,15 @@ export function failHijacked(reply: FastifyReply, status: number, body: unknown,
   }
   const text = body === undefined ? '' : JSON.stringify(body);
   raw.writeHead(status, {
-    ...Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)])),
+    ...replyHeaders(reply),
     ...(text ? { 'content-type': 'application/json; charset=utf-8' } : {}),
     'content-length': String(Buffer.byteLength(text)),
     ...headers,
   });
   raw.end(text);
+}
+
+/** Headers set on the reply before it was hijacked (an auth layer's, for one). */
+function replyHeaders(reply: FastifyReply): Record<string, string> {
+  return Object.fromEntries(Object.entries(reply.getHeaders()).map(([k, v]) => [k, String(v)]));
 }

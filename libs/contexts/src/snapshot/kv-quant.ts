@@ -77,19 +77,14 @@ function parseWith(state: Buffer, extBytes: number): ParsedState {
     rawFrom = c.pos;
   };
   const nStream = c.u32();
-  let positions = new Int32Array(0);
+  let positions: Int32Array = new Int32Array(0);
   for (let s = 0; s < nStream; s++) {
     const cells = c.u32();
     if (cells === 0) continue;
     // Each cell's metadata takes at least 8 bytes: a count past what is left is not a state.
     if (cells * 8 > state.length - c.pos) throw new Error(`the state claims ${cells} cells in ${state.length} bytes`);
-    const pos = s === 0 ? (positions = new Int32Array(cells)) : undefined;
-    for (let i = 0; i < cells; i++) {
-      const p = c.i32();
-      if (pos) pos[i] = p;
-      const nSeq = c.u32();
-      c.pos += extBytes + 4 * nSeq;
-    }
+    const pos = readCells(c, cells, extBytes);
+    if (s === 0) positions = pos;
     const vTrans = c.u32();
     const nLayer = c.u32();
     for (let l = 0; l < nLayer; l++) {
@@ -144,20 +139,26 @@ export function firstCachePositions(state: Buffer): Int32Array[] {
   for (const extBytes of [0, CELL_EXT_BYTES]) {
     const c = new Cursor(state);
     c.pos = 16;
-    const pos = new Int32Array(cells);
-    let fits = true;
-    for (let i = 0; i < cells && fits; i++) {
-      if (c.pos + 8 > state.length) fits = false;
-      else {
-        pos[i] = c.i32();
-        const nSeq = c.u32();
-        c.pos += extBytes + 4 * nSeq;
-        fits = nSeq <= 256 && c.pos <= state.length;
-      }
+    try {
+      const pos = readCells(c, cells, extBytes);
+      if (c.pos <= state.length) readings.push(pos);
+    } catch {
+      // this extension size reads past the end: not this layout
     }
-    if (fits) readings.push(pos);
   }
   return readings;
+}
+
+/** A cache's cell list: each cell's position, its sequence ids skipped (throws reading past the end). */
+function readCells(c: Cursor, cells: number, extBytes: number): Int32Array {
+  const positions = new Int32Array(cells);
+  for (let i = 0; i < cells; i++) {
+    positions[i] = c.i32();
+    const nSeq = c.u32();
+    if (nSeq > 256) throw new Error(`a cell claims ${nSeq} sequences`);
+    c.pos += extBytes + 4 * nSeq;
+  }
+  return positions;
 }
 
 function readFloat(type: number, data: Buffer, i: number): number {

@@ -32,7 +32,7 @@ export function withoutSequences(built: BuiltBatch, drop: Sequence[]): BuiltBatc
   };
   const kept = owners.map((s, i) => [s, samples[i]] as const).filter(([s]) => !gone.has(s.seq));
   // (stats only: a dropped sequence's entries are counted as prompt tokens)
-  const prefill = built.prefill - drop.reduce((n, s) => n + countOf(batch, s.seq), 0);
+  const prefill = built.prefill - (batch.tokens.length - keep.length);
   return {
     batch: { tokens: pick(batch.tokens), pos: pick(batch.pos), seq: pick(batch.seq), logits: pick(batch.logits) },
     samples: kept.map(([, r]) => ({ ...r, index: newIndex.get(r.index)! })),
@@ -42,8 +42,3 @@ export function withoutSequences(built: BuiltBatch, drop: Sequence[]): BuiltBatc
   };
 }
 
-function countOf(batch: NativeBatch, seq: number): number {
-  let n = 0;
-  for (let i = 0; i < batch.seq.length; i++) if (batch.seq[i] === seq) n++;
-  return n;
-}
