@@ -5,7 +5,7 @@
 //
 //   node bench/run.mjs [--models stories,qwen05b] [--only llama|svc] [--threads N] [--reps 3]
 //                      [--svc-cmd 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}']
-//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--llama-huge-pages] [--no-drop-caches] [--ctx 8192] [--out FILE] [--no-write]
+//                      [--llama-server PATH] [--llama-extra '-ngl 999'] [--llama-env K=V] [--svc-env K=V] [--llama-huge-pages] [--no-drop-caches] [--ctx 8192] [--out FILE] [--no-write]
 //                      [--warmup 2000] [--warmup-s 20] [--ttft-samples 100] [--decode-samples 3] [--no-interleave] [--keep-alive] [--cache-prompt]
 //   On a GPU: --svc-cmd '... -backend cuda' --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999'
 //
@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.mjs';
 import { llamaCommit, refTargets } from './build-reference.mjs';
 import { ensureModel, realModel } from '../test/fixtures/models.mjs';
-import { commandLine, dropPageCache, hugePagesMiB, peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
+import { addEnvArg, commandLine, dropPageCache, hugePagesMiB, peakRssMiB, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
 import { createClient } from './lib/client.mjs';
 import { measureServer, summarize } from './lib/measure.mjs';
 import { printTable, summaryLine } from './lib/report.mjs';
@@ -76,6 +76,8 @@ function parseArgs(argv) {
     else if (a === '--svc-cmd') o.svcCmd = next();
     else if (a === '--llama-server') o.llamaServer = next();
     else if (a === '--llama-extra') o.llamaExtra = next();
+    else if (a === '--llama-env') o.llamaEnv = addEnvArg(o.llamaEnv ?? {}, next());
+    else if (a === '--svc-env') o.svcEnv = addEnvArg(o.svcEnv ?? {}, next());
     else if (a === '--llama-huge-pages') o.llamaHugePages = true;
     else if (a === '--no-drop-caches') o.dropCaches = false;
     else if (a === '--out') o.out = next();

@@ -6,7 +6,8 @@
 //
 //   node bench/stress-bursts.mjs [--models stories] [--only svc|llama] [--threads N]
 //        [--warm 300] [--bursts 10] [--streams 8] [--tokens 256] [--temperature 0.8]
-//        [--svc-cmd '...'] [--llama-server PATH] [--llama-extra ARGS]
+//        [--svc-cmd '...'] [--llama-server PATH] [--llama-extra ARGS] [--llama-env K=V] [--svc-env K=V]
+//        [--label NAME]
 //
 // Exits 1 when a server died or a request failed. The server commands take the same
 // placeholders as bench/run.mjs.
@@ -14,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { HOST, freePort } from './net.mjs';
-import { serverArgv, startServer, stopServer } from './lib/servers.mjs';
+import { addEnvArg, commandLine, serverArgv, serverEnv, startServer, stopServer } from './lib/servers.mjs';
 import { realModel, ensureModel } from '../test/fixtures/models.mjs';
 
 const args = process.argv.slice(2);
@@ -22,6 +23,8 @@ const opt = (name, def) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : def;
 };
+/** Every value of a repeated flag. */
+const opts = (name) => args.flatMap((a, i) => (a === name && i + 1 < args.length ? [args[i + 1]] : []));
 const o = {
   models: opt('--models', 'stories').split(','),
   only: opt('--only', null),
@@ -35,6 +38,9 @@ const o = {
   svcCmd: opt('--svc-cmd', 'node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx}'),
   llamaServer: opt('--llama-server', null),
   llamaExtra: opt('--llama-extra', ''),
+  llamaEnv: opts('--llama-env').reduce(addEnvArg, {}),
+  svcEnv: opts('--svc-env').reduce(addEnvArg, {}),
+  label: opt('--label', ''),
 };
 const MODELS = {
   stories: () => realModel('stories260K.gguf'),
@@ -58,15 +64,19 @@ async function stream(port, k) {
 
 async function stress(kind, modelPath) {
   const port = await freePort();
-  const logFile = path.join(os.tmpdir(), `svc-stress-${kind}-${process.pid}.log`);
-  const srv = await startServer({ name: kind, argv: serverArgv(kind, modelPath, port, o), port, healthPaths: ['/healthz', '/health'], logFile, timeoutS: 120 });
+  const tag = o.label ? `${kind} ${o.label}` : kind;
+  const logFile = path.join(os.tmpdir(), `svc-stress-${kind}${o.label ? `-${o.label.replace(/\W+/g, '_')}` : ''}-${process.pid}.log`);
+  const env = serverEnv(kind, o);
+  const argv = serverArgv(kind, modelPath, port, o);
+  console.log(`[${tag}] ${commandLine(argv, env)}`);
+  const srv = await startServer({ name: kind, argv, port, healthPaths: ['/healthz', '/health'], logFile, timeoutS: 120, env });
   const t0 = performance.now();
   const at = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
   let failure = null;
   const rates = [];
   try {
     for (let i = 0; i < o.warm; i++) await stream(port, i);
-    console.log(`[${kind}] ${o.warm} sequential streams of ${o.tokens} tokens done at ${at()}`);
+    console.log(`[${tag}] ${o.warm} sequential streams of ${o.tokens} tokens done at ${at()}`);
     for (let b = 0; b < o.bursts; b++) {
       const t = performance.now();
       await Promise.all(Array.from({ length: o.parallel }, (_, k) => stream(port, k)));
@@ -79,10 +89,10 @@ async function stress(kind, modelPath) {
   await stopServer(srv);
   if (failure || died) {
     const tail = fs.readFileSync(logFile, 'utf8').split('\n').filter((l) => /error|abort/i.test(l)).slice(-4).join('\n');
-    console.log(`[${kind}] FAILED: ${failure ?? 'server exited'}; log ${logFile}\n${tail}`);
+    console.log(`[${tag}] FAILED: ${failure ?? 'server exited'}; log ${logFile}\n${tail}`);
     return false;
   }
-  console.log(`[${kind}] ok: ${o.bursts} bursts of ${o.parallel} streams, ${rates.map((r) => r.toFixed(0)).join(' ')} t/s`);
+  console.log(`[${tag}] ok: ${o.bursts} bursts of ${o.parallel} streams, ${rates.map((r) => r.toFixed(0)).join(' ')} t/s`);
   return true;
 }
 

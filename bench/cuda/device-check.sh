@@ -35,10 +35,19 @@ node -v; nproc; lscpu | grep -m1 'Model name' || true
 #   repeat    the stories260K GPU benchmark REPEAT more times (the Xid 13 hunt)
 #   stress    bench/stress-bursts.mjs on the GPU, svc then llama-server: 300 sequential sampled
 #             streams, then 10 bursts of 8 (the load that crashed svc with CUDA graphs on
-#             multi-token steps, patch 0007); STRESS_MODELS (default stories)
+#             multi-token steps, patch 0007); STRESS_MODELS (default stories); STRESS_MATRIX=1
+#             adds svc with graphs on every step, svc with graphs on every step that calls no
+#             cuBLAS (GGML_CUDA_GRAPHS_NO_CUBLAS), svc with graphs on every step and few-column
+#             products on ggml's vector kernel (GGML_CUDA_MMVF_SMALL_BATCH), and llama-server -kvu
+#             with graphs on every step (native/patches/README.md, patch 0007)
+#   (gpu)     SVC_GRAPH_ENV="--svc-env GGML_CUDA_GRAPHS_NO_CUBLAS=1" benchmarks svc under that rule
 #   variants  one server alone on the GPU with other flags, VARIANT_MODELS (default qwen05b) once
 #             each: LLAMA_VARIANT (more llama-server flags, e.g. -bs), SVC_VARIANT (more svc flags)
 PHASES=${PHASES:-smoke dialects gpu}
+# llama-server as upstream ships it: CUDA graphs on multi-token steps too (patch 0007 keeps them
+# to one-token steps in svc's addon and, sharing the tree, in llama-server unless this is set).
+# LLAMA_GRAPH_ENV= (empty) runs it under svc's rule instead.
+LLAMA_GRAPH_ENV=${LLAMA_GRAPH_ENV---llama-env GGML_CUDA_GRAPHS_MULTI_TOKEN=1}
 T=${THREADS:-8}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 if has smoke; then
@@ -71,7 +80,7 @@ if has gpu; then
   # BENCH_ARGS: more bench/run.mjs options (e.g. --keep-alive); BENCH_TAG names the output files apart.
   timeout "${BENCH_TIMEOUT:-330}" node bench/run.mjs --models "${MODELS:-stories,qwen05b}" --reps "${REPS:-2}" --threads "$T" --out "$OUT/bench${BENCH_TAG:-}.json" ${BENCH_ARGS:-} \
     --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" \
-    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" | tail -30
+    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' $LLAMA_GRAPH_ENV ${SVC_GRAPH_ENV:-} 2>&1 | tee "$OUT/bench${BENCH_TAG:-}.log" | tail -30
 fi
 if has stream; then
   echo "== benchmark, GPU, svc with streaming chains off"
@@ -80,9 +89,21 @@ if has stream; then
 fi
 if has stress; then
   echo "== stress: bursts of concurrent sampled streams on the GPU"
-  timeout "${STRESS_TIMEOUT:-200}" node bench/stress-bursts.mjs --models "${STRESS_MODELS:-stories}" --threads "$T" \
-    --svc-cmd "node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda" \
-    --llama-server build/native/cuda/ref/llama-server --llama-extra '-ngl 999' 2>&1 | tee "$OUT/stress.log"
+  SVC_GPU="node bin/svc.js -m {model} -addr {host}:{port} -threads {threads} -concurrency {parallel} -ctx-size {slot_ctx} -backend cuda"
+  stress() { timeout "${STRESS_TIMEOUT:-200}" node bench/stress-bursts.mjs --models "${STRESS_MODELS:-stories}" --threads "$T" \
+    --svc-cmd "$SVC_GPU" --llama-server build/native/cuda/ref/llama-server "$@" 2>&1 | tee -a "$OUT/stress.log"; }
+  # svc as shipped (patch 0007: graphs for one-token steps), llama-server with ggml's own rule.
+  stress --llama-extra '-ngl 999' $LLAMA_GRAPH_ENV
+  if [ -n "${STRESS_MATRIX:-}" ]; then
+    # Which setups crash with graphs on multi-token steps: svc (expected to, as in session 18),
+    # and llama-server with one unified KV cache like svc's (-kvu): does upstream crash too?
+    stress --only svc --label graphs-all --svc-env GGML_CUDA_GRAPHS_MULTI_TOKEN=1
+    # The hypothesis of patch 0007's GGML_CUDA_GRAPHS_NO_CUBLAS: only steps that call cuBLAS crash.
+    stress --only svc --label no-cublas --svc-env GGML_CUDA_GRAPHS_NO_CUBLAS=1
+    # ...and the fix it would suggest: graphs on every step, few-column products off cuBLAS.
+    stress --only svc --label mmvf --svc-env GGML_CUDA_GRAPHS_MULTI_TOKEN=1 --svc-env GGML_CUDA_MMVF_SMALL_BATCH=1
+    stress --only llama --label kvu-graphs-all --llama-extra '-ngl 999 -kvu' --llama-env GGML_CUDA_GRAPHS_MULTI_TOKEN=1
+  fi
   tar -czf "$OUT/stress-logs.tgz" /tmp/svc-stress-*.log 2>/dev/null
 fi
 if has repeat; then

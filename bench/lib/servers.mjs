@@ -49,10 +49,20 @@ export function serverArgv(kind, modelPath, port, opts) {
 /**
  * Environment additions for `kind`. --llama-huge-pages gives llama-server what svc's
  * -huge-pages does by default on a CPU (weights read, not mapped, onto 2 MiB pages):
- * --no-mmap above, and glibc advising every large allocation onto huge pages.
+ * --no-mmap above, and glibc advising every large allocation onto huge pages. Then what
+ * --llama-env / --svc-env add for that server alone.
  */
 export function serverEnv(kind, opts) {
-  return kind === 'llama' && opts.llamaHugePages ? { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' } : {};
+  const huge = kind === 'llama' && opts.llamaHugePages ? { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' } : {};
+  return { ...huge, ...((kind === 'llama' ? opts.llamaEnv : opts.svcEnv) ?? {}) };
+}
+
+/** `K=V` from --llama-env / --svc-env into `into` (the flags repeat). */
+export function addEnvArg(into, kv) {
+  const i = kv.indexOf('=');
+  if (i <= 0) throw new Error(`expected NAME=VALUE, got ${kv}`);
+  into[kv.slice(0, i)] = kv.slice(i + 1);
+  return into;
 }
 
 /** The command as a shell would read it: environment additions, then argv. */
