@@ -53,6 +53,11 @@ has() { [[ " $PHASES " == *" $1 "* ]]; }
 if has smoke; then
   echo "== smoke (cuda addon)"
   timeout 120 node native/smoke.mjs --backend cuda --model "$SVC_MODELS_DIR/stories260K.gguf" 2>&1 | tee "$OUT/smoke.log" | tail -25
+  if [ -n "${STRESS_MATRIX:-}" ]; then
+    echo "== smoke with few-column products on the vector kernel (GGML_CUDA_MMVF_SMALL_BATCH=1, graphs on every step)"
+    GGML_CUDA_MMVF_SMALL_BATCH=1 GGML_CUDA_GRAPHS_MULTI_TOKEN=1 timeout 120 node native/smoke.mjs --backend cuda \
+      --model "$SVC_MODELS_DIR/stories260K.gguf" 2>&1 | tee "$OUT/smoke-mmvf.log" | tail -6
+  fi
 fi
 if has dialects; then
   echo "== dialects on the GPU"
