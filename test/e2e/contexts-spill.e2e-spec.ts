@@ -123,6 +123,41 @@ describe('context spilling: a full KV cache', () => {
   });
 });
 
+describe('every resident context in use', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-concurrency', '2', '-context-slots', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('a third context waits: 429 with Retry-After: 1, then 201 once one is free', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json.id);
+    // Both contexts are bound to running generations: neither can be spilled for a third.
+    const ac = new AbortController();
+    const busy = ids.map((id) =>
+      fetch(`${srv.url}/v1/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+        body: JSON.stringify({ prompt: `${STORY}The`, max_tokens: 4000, ignore_eos: true, stream: true, svc_session: id }),
+      }).then((r) => r.body?.getReader().read()).catch(() => undefined),
+    );
+    await Promise.all(busy); // both streams are generating
+    const third = await fetch(`${srv.url}/v1/contexts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Lily' }) });
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(await third.text()).toBe('');
+    ac.abort();
+    let made = 0;
+    for (let i = 0; i < 50 && made !== 201; i++) {
+      made = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Lily' })).status;
+      if (made !== 201) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(made).toBe(201);
+  });
+});
+
 describe('a full KV cache with a request queued on a context', () => {
   let srv: RunningServer;
   beforeAll(async () => {

@@ -124,8 +124,8 @@ describe('lazy forks over a model of the KV cache', () => {
       const spillDir = mkdtempSync(join(tmpdir(), 'svc-lazy-fork-'));
       const reg = new ContextRegistry({} as never, kv as never, sched as never, spillDir, 4);
       const ignore = (err: unknown) => {
-        // 409 busy, 400 divergent prompt, 404 deleted meanwhile, 503 no sequence left: all legitimate under this load.
-        if (![409, 400, 404, 503].includes((err as { status?: number }).status ?? 0)) throw err;
+        // 409 busy, 400 divergent prompt, 404 deleted meanwhile, 429 no sequence left: all legitimate under this load.
+        if (![409, 400, 404, 429].includes((err as { status?: number }).status ?? 0)) throw err;
       };
       const live = () => reg.list('');
 

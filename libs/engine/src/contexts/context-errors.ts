@@ -12,8 +12,13 @@ export class ContextBusyError extends EngineError {
   }
 }
 
+/**
+ * Every resident context is bound to a running request (idle ones would have been spilled), or
+ * running requests hold every sequence: a wait, not a fault. 429 with Retry-After: 1, as the
+ * spec's full queue, so the official clients retry by themselves.
+ */
 export class ContextCapacityError extends EngineError {
   constructor() {
-    super('no room for another context: delete some first', 503);
+    super('no room for another context while the resident ones are in use: retry', 429);
   }
 }

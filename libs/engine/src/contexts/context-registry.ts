@@ -202,6 +202,10 @@ export class ContextRegistry {
       await this.scheduler.exclusive(async () => {
         await this.residency.makeResident(c);
         await this.residency.detach(c, kept);
+        // The cells past the common prefix go with the tokens, now: a request refused or
+        // abandoned before it runs (429, a cancel while queued) hands back the cut tokens, and
+        // a snapshot must hold one cell per token.
+        if (n < c.tokens.length) this.ctx.seqRemove(c.seq as number, n, -1);
       });
     } catch (err) {
       c.busy = false;
