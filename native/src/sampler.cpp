@@ -43,6 +43,49 @@ static void applyChat(common_params_sampling & sp, const ChatPromptState & chat,
   if (sp.grammar_lazy && sp.grammar_triggers.empty()) throw std::runtime_error("no triggers set for lazy grammar");
 }
 
+// llama.cpp's grammar parser adds max - min optional copies of a repeated item, counting in
+// unsigned integers: {5,2} asks for 2^64 - 3 of them, and the process grows by gigabytes a second
+// on the JS thread until the machine runs out of memory. Such a repetition comes from a grammar
+// as written, or from a schema (minLength above maxLength, a pattern's quantifier, tool
+// parameters) through llama.cpp's converter. Returns the first one ("" if none), skipping
+// literals, character classes and comments.
+static std::string invertedRepetition(const std::string & g) {
+  const size_t n = g.size();
+  auto digits = [&](size_t & j, uint64_t & v) {
+    const size_t from = j;
+    v = 0;
+    while (j < n && g[j] >= '0' && g[j] <= '9' && j - from < 18) v = v * 10 + (uint64_t) (g[j++] - '0');
+    return j > from;
+  };
+  auto spaces = [&](size_t & j) {
+    while (j < n && (g[j] == ' ' || g[j] == '\t')) j++;
+  };
+  for (size_t i = 0; i < n; i++) {
+    const char c = g[i];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      for (i++; i < n && g[i] != close; i++) {
+        if (g[i] == '\\') i++;
+      }
+    } else if (c == '#') {
+      while (i < n && g[i] != '\n') i++;
+    } else if (c == '{') {
+      size_t j = i + 1;
+      uint64_t lo = 0, hi = 0;
+      spaces(j);
+      if (!digits(j, lo)) continue;
+      spaces(j);
+      if (j >= n || g[j] != ',') continue;
+      j++;
+      spaces(j);
+      if (!digits(j, hi)) continue;
+      spaces(j);
+      if (j < n && g[j] == '}' && lo > hi) return g.substr(i, j - i + 1);
+    }
+  }
+  return "";
+}
+
 Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & model, const Napi::Value & optsV, int32_t n_ctx,
                           bool backend) {
   Napi::Object o = optsV.IsObject() ? optsV.As<Napi::Object>() : Napi::Object::New(env);
@@ -112,6 +155,16 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
     }
     sp.grammar_lazy = false;
     sp.grammar_triggers.clear();
+  }
+
+  const std::string inverted = invertedRepetition(sp.grammar.grammar);
+  if (!inverted.empty()) {
+    const std::string what = "the repetition " + inverted + " has its minimum above its maximum";
+    if (sp.grammar.type == COMMON_GRAMMAR_TYPE_USER) throwError(env, "invalid grammar: " + what);
+    if (sp.grammar.type == COMMON_GRAMMAR_TYPE_OUTPUT_FORMAT) {
+      throwError(env, "invalid JSON schema: " + what + " (a minLength above maxLength, minItems above maxItems, or such a pattern quantifier)");
+    }
+    throwError(env, "invalid tool parameters: " + what + " (a minLength above maxLength, minItems above maxItems, or such a pattern quantifier)");
   }
 
   sp.backend_sampling = backend;  // common_sampler_init turns it off for a grammar

@@ -271,6 +271,36 @@ describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
     expect(kind.json.error.message).toMatch(/^response_format.type must be text, json_object or json_schema/);
   });
 
+  it('a schema no value satisfies is a 400 on every route that takes one (a length range upside down hung the server)', async () => {
+    const chat = (extra: Record<string, unknown>) => postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 8, ...extra });
+    const upsideDown = { type: 'string', minLength: 5, maxLength: 2 };
+    const rf = await chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: upsideDown } } });
+    expect([rf.status, rf.json.error.message]).toEqual([400, 'invalid JSON schema: minLength 5 is above maxLength 2, which no value satisfies']);
+    // A pattern's quantifier reaches llama.cpp's grammar parser as {5,2}: refused natively.
+    const pattern = await postJson(`${srv.url}/v1/completions`, { prompt: 'x', max_tokens: 8, svc_schema: { type: 'string', pattern: '^a{5,2}$' } });
+    expect(pattern.status).toBe(400);
+    expect(pattern.json.error.message).toMatch(/^invalid JSON schema: the repetition \{5,2\} has its minimum above its maximum/);
+    const cases: Array<[unknown, string]> = [
+      [{ type: 'array', minItems: 3, maxItems: 1 }, 'minItems 3 is above maxItems 1, which no value satisfies'],
+      [{ type: 'string', enum: [] }, 'enum lists no value, which no value satisfies'],
+      [{ not: {} }, 'the keyword "not" is not supported: a grammar cannot exclude what a schema matches'],
+      [{ type: 'object', properties: { a: { type: 'array', items: upsideDown } } }, 'properties.a.items: minLength 5 is above maxLength 2, which no value satisfies'],
+    ];
+    for (const [schema, why] of cases) {
+      const r = await chat({ svc_schema: schema });
+      expect([r.status, r.json.error.message]).toEqual([400, `invalid JSON schema: ${why}`]);
+    }
+    const ollama = await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'x', format: upsideDown, stream: false });
+    expect([ollama.status, ollama.json.error]).toEqual([400, 'invalid JSON schema: minLength 5 is above maxLength 2, which no value satisfies']);
+    const tool = (parameters: unknown) => chat({ tools: [{ type: 'function', function: { name: 'f', parameters } }], tool_choice: 'required' });
+    const t1 = await tool({ type: 'object', properties: { s: upsideDown } });
+    expect([t1.status, t1.json.error.message]).toEqual([400, 'tool "f" parameters: properties.s: minLength 5 is above maxLength 2, which no value satisfies']);
+    const t2 = await tool({ type: 'object', properties: { s: { type: 'string', pattern: '^a{5,2}$' } } });
+    expect(t2.status).toBe(400);
+    expect(t2.json.error.message).toMatch(/the repetition \{5,2\} has its minimum above its maximum/);
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
+  });
+
   it('svc_lexicon without -lexicon is a 400', async () => {
     const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], svc_lexicon: true });
     expect(r.status).toBe(400);

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { NativeSamplerOptions } from './backend/native-addon';
 import { describeGbnfProblem, invertedRepetition } from './constraints/gbnf-check';
+import { schemaProblem } from './constraints/schema-check';
 import { Lexicon } from './constraints/lexicon';
 import { InvalidRequestError } from './core/errors';
 import { GenerationEvent } from './core/generation-events';
@@ -48,6 +49,8 @@ export class EngineService implements OnApplicationShutdown {
     const constraint = rendered.constraint ?? requested;
     const inverted = constraint.kind === 'grammar' ? invertedRepetition(constraint.gbnf) : undefined;
     if (inverted) throw new InvalidRequestError(`invalid grammar: ${inverted}`);
+    const unsatisfiable = constraint.kind === 'json_schema' ? schemaProblem(constraint.schema) : undefined;
+    if (unsatisfiable) throw new InvalidRequestError(`invalid JSON schema: ${unsatisfiable}`);
     let sampler;
     try {
       sampler = lm.scheduler.sampler({

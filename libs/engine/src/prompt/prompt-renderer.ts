@@ -2,6 +2,7 @@ import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
+import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
 import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
@@ -96,11 +97,17 @@ function toolChoiceText(choice: CoreToolChoice | undefined): string {
   return typeof choice === 'string' ? choice : 'required';
 }
 
-/** llama.cpp resolves a tool's "#/$defs/..." against its own wrapper schema: inlined first. */
+/**
+ * llama.cpp resolves a tool's "#/$defs/..." against its own wrapper schema: inlined first. A
+ * schema no call could satisfy is refused (schemaProblem).
+ */
 function withInlinedRefs(t: CoreTool): CoreTool {
   const params = t.function.parameters;
   if (!params) return t;
-  const inlined = inlineLocalRefs(params, `tool "${t.function.name}" parameters`);
+  const what = `tool "${t.function.name}" parameters`;
+  const inlined = inlineLocalRefs(params, what);
+  const problem = schemaProblem(inlined);
+  if (problem) throw new InvalidRequestError(`${what}: ${problem}`);
   return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
 }
 
