@@ -55,7 +55,7 @@ describe('contexts: bound requests that never run', () => {
     return { status: r.status, json: (await r.json()) as any };
   };
 
-  const tokensOf = async (id: string) => (await (await fetch(`${srv.url}/v1/contexts/${id}`)).json()).tokens as number;
+  const tokensOf = async (id: string) => ((await (await fetch(`${srv.url}/v1/contexts/${id}`)).json()) as { tokens: number }).tokens;
 
   /** Snapshot → restore and export → import both succeed, and the restored copy continues like the original. */
   const expectWhole = async (id: string, prompt: string) => {
