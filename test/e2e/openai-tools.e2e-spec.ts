@@ -195,6 +195,18 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     const choice = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: TOOLS, tool_choice: 'sometimes' });
     expect(choice.status).toBe(400);
     expect(choice.json.error.message).toMatch(/^tool_choice must be auto, none, required or a named function/);
+    // A call required with nothing to call: it answered 200 with free text.
+    const none = 'a required tool call (tool_choice required or any) needs tools, and the request has none';
+    for (const tools of [undefined, []]) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools, tool_choice: 'required', max_tokens: 4 });
+      expect([r.status, r.json.error?.message]).toEqual([400, none]);
+    }
+    const any = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 4, messages: USER, tool_choice: { type: 'any' } });
+    expect([any.status, any.json.error?.message]).toEqual([400, none]);
+    // auto and none need no tools.
+    for (const tool_choice of ['auto', 'none']) {
+      expect((await postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tool_choice, max_tokens: 4 })).status).toBe(200);
+    }
   });
 });
 

@@ -26,6 +26,10 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
     throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
+  if (prompt.toolChoice === 'required' && !prompt.tools?.length) {
+    // Nothing could be called: the reply came back as free text under a 200.
+    throw new InvalidRequestError('a required tool call (tool_choice required or any) needs tools, and the request has none');
+  }
   const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice).map(withInlinedRefs);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
