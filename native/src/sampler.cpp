@@ -104,7 +104,7 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   if (hasOpt(o, "seed")) sp.seed = (uint32_t) (int64_t) optNumber(o, "seed", 0);
   sp.penalty_repeat = (float) optNumber(o, "repeatPenalty", sp.penalty_repeat);
   sp.penalty_last_n = (int32_t) optNumber(o, "repeatLastN", sp.penalty_last_n);
-  if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // -1 = whole context, as the server maps it
+  if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // -1 = the whole context (llama.cpp's CLI convention; the pinned llama-server refuses it)
   sp.penalty_freq = (float) optNumber(o, "frequencyPenalty", sp.penalty_freq);
   sp.penalty_present = (float) optNumber(o, "presencePenalty", sp.penalty_present);
   sp.dry_multiplier = (float) optNumber(o, "dryMultiplier", sp.dry_multiplier);
