@@ -63,6 +63,16 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     expect(raw.response).toBe(viaCompletions.json.choices[0].text);
   });
 
+  it('generate on a model without a chat template continues the prompt as is, as raw does (the runner\'s {{ .Prompt }})', async () => {
+    const raw = await ollama.generate({ model: '', prompt: PROMPT, raw: true, stream: false, options: GREEDY });
+    const plain = await ollama.generate({ model: '', prompt: PROMPT, system: 'ignored without a template', stream: false, options: GREEDY });
+    expect(plain.response).toBe(raw.response);
+    expect(plain.prompt_eval_count).toBe(raw.prompt_eval_count);
+    // Chat keeps svc's fallback template: turns need roles.
+    const chat = await ollama.chat({ model: '', messages: [{ role: 'user', content: PROMPT }], stream: false, options: GREEDY });
+    expect(chat.prompt_eval_count).toBeGreaterThan(raw.prompt_eval_count);
+  });
+
   it('chats, unstreamed and streamed', async () => {
     const messages = [{ role: 'user', content: PROMPT }];
     const whole = await ollama.chat({ model: 'stories260K', messages, stream: false, options: GREEDY });

@@ -19,7 +19,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     const req = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
     const f = toHttpFailure(err);
-    if (f.status >= 500) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
+    // 501 is a route svc does not offer (the runner's push, create, blobs), not a fault.
+    if (f.status >= 500 && f.status !== 501) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
     const path = (req.url ?? '').split('?')[0];
     if (reply.raw.headersSent || reply.sent) {
       // hijacked by a StreamWriter (reply.sent): answered on the raw response

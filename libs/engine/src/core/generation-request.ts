@@ -45,6 +45,11 @@ export type PromptInput =
       continueFinal?: boolean;
       /** Open the assistant's turn at the end (default true). */
       generationPrompt?: boolean;
+      /**
+       * A model without a chat template takes the user's text as it is, not svc's fallback
+       * template: the local runner's /api/generate, whose default template is `{{ .Prompt }}`.
+       */
+      plainWithoutTemplate?: boolean;
     };
 
 export interface SamplingParams {

@@ -26,6 +26,11 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
     throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
+  if (prompt.plainWithoutTemplate && !model.info.chatTemplate) {
+    // A base model: its prompt is continued, as a raw one (the system text has no place in it).
+    const user = [...prompt.messages].reverse().find((m) => m.role === 'user');
+    return { text: user ? textOnly(user).content as string : '' };
+  }
   if (prompt.toolChoice === 'required' && !prompt.tools?.length) {
     // Nothing could be called: the reply came back as free text under a 200.
     throw new InvalidRequestError('a required tool call (tool_choice required or any) needs tools, and the request has none');

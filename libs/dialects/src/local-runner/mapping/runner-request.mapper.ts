@@ -14,7 +14,10 @@ import { ChatRequestDto, GenerateRequestDto, RunnerMessage, RunnerOptionsDto, Ru
 
 export const RUNNER_DEFAULT_NUM_PREDICT = 512;
 
-/** /api/generate → the core request. raw sends the prompt as is; otherwise it goes through the chat template. */
+/**
+ * /api/generate → the core request. raw sends the prompt as is; otherwise it goes through the
+ * chat template, and on a model without one it is sent as is too (the runner's `{{ .Prompt }}`).
+ */
 export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): GenerationRequest {
   // A raw prompt is text with no place for media: refused rather than sent without them.
   if (d.raw && d.images?.length) throw new InvalidRequestError('images need the chat template: send them without raw');
@@ -26,6 +29,7 @@ export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): Gen
           ...(d.system ? [{ role: 'system', content: d.system }] : []),
           { role: 'user', content: withImages(d.prompt ?? '', d.images) },
         ],
+        plainWithoutTemplate: true,
       };
   return base(d, prompt, signal);
 }
