@@ -98,6 +98,29 @@ describe('errors in the spec shape', () => {
     });
   });
 
+  it('Expect: 100-continue gets the 413 alone for a refused length, and a 100 for an accepted one', async () => {
+    const exchange = (length: number) =>
+      new Promise<string>((resolve) => {
+        const { port } = new URL(srv.url);
+        const s = connect(Number(port), '127.0.0.1', () =>
+          s.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`),
+        );
+        let got = '';
+        s.on('data', (d) => {
+          got += d;
+          // The first status line is what matters: a 100 (then the body is sent) or the final answer.
+          if (got.includes('\r\n\r\n')) {
+            s.destroy();
+            resolve(got.split('\r\n')[0]);
+          }
+        });
+        s.on('error', () => resolve(got));
+      });
+    // Node sent "100 Continue" before the 413, inviting an upload of a body already refused.
+    expect(await exchange(40_000_000)).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(await exchange(2)).toBe('HTTP/1.1 100 Continue');
+  });
+
   it('413 for a chunked binary upload (no declared length) once it passes the route limit', async () => {
     // /v1/contexts/import has its own limit (the largest context this model holds, at least 32 MiB).
     const chunk = Buffer.alloc(1 << 20, 7);

@@ -69,6 +69,27 @@ describe('malformed requests', () => {
     expect(ollama.json).toEqual({ error: 'cannot parse request: the body must be a JSON object (got an array)' });
   });
 
+  it('a lone surrogate escape ("\\ud800") is text like any other on every route, as on completions', async () => {
+    // Written as JSON text: JSON.stringify would escape it the same way.
+    const text = '"h\\ud800i"';
+    const post = async (path: string, body: string) => {
+      const r = await fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      return { status: r.status, text: await r.text() };
+    };
+    const routes: Array<[string, string]> = [
+      ['/v1/completions', `{"prompt":${text},"max_tokens":2}`],
+      ['/v1/chat/completions', `{"messages":[{"role":"user","content":${text}}],"max_tokens":2}`],
+      ['/v1/messages', `{"model":"","max_tokens":2,"messages":[{"role":"user","content":${text}}]}`],
+      ['/v1/responses', `{"input":${text},"max_output_tokens":2}`],
+      ['/api/chat', `{"messages":[{"role":"user","content":${text}}],"stream":false,"options":{"num_predict":2}}`],
+    ];
+    for (const [path, body] of routes) {
+      const r = await post(path, body);
+      // Chat routes answered 400 "cannot render the chat template: [json.exception.parse_error.101] ...".
+      expect([path, r.status, r.text.includes('json.exception')]).toEqual([path, 200, false]);
+    }
+  });
+
   it('a small body nested thousands of levels deep is refused, not a 500', async () => {
     for (const [open, close] of [['[', ']'], ['{"a":', '}']]) {
       const body = `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"x":${open.repeat(3000)}1${close.repeat(3000)}}`;

@@ -153,6 +153,11 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
     for (const name of ['svc_http_requests_total', 'svc_generated_tokens_total', 'svc_queue_depth', 'svc_batch_tokens_bucket', 'svc_time_to_first_token_seconds_bucket', 'svc_http_request_duration_seconds_bucket', 'svc_nodejs_eventloop_lag_seconds', 'svc_process_resident_memory_bytes']) {
       expect(m).toContain(name);
     }
+    // Running totals are counters, as their _total names say (they were typed gauge); levels are gauges.
+    for (const name of ['svc_requests_total', 'svc_requests_rejected_total', 'svc_prompt_tokens_total', 'svc_generated_tokens_total', 'svc_decode_steps_total', 'svc_shared_steps_total']) {
+      expect(m).toContain(`# TYPE ${name} counter`);
+    }
+    expect(m).toContain('# TYPE svc_queue_depth gauge');
   });
 
   /**

@@ -1,3 +1,4 @@
+import { connect, Socket } from 'node:net';
 import { Agent, request } from 'node:http';
 import OpenAI from 'openai';
 import { fixtureModel, STORIES } from './helpers/fixtures';
@@ -183,5 +184,39 @@ describe('graceful shutdown', () => {
     expect(await exit).toBe(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
     agent.destroy();
+  });
+
+  it('clients that stalled mid-request (half a body, half the headers) do not hold the exit', async () => {
+    const srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+    const res = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 300, temperature: 0, ignore_eos: true, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    const { port } = new URL(srv.url);
+    const stalled = await Promise.all([
+      'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"pro',
+      'POST /v1/completions HTTP/1.1\r\nHost: x\r\n',
+    ].map((bytes) => new Promise<Socket>((resolve) => {
+      const s = connect(Number(port), '127.0.0.1', () => s.write(bytes, () => resolve(s)));
+      s.on('error', () => undefined);
+    })));
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
+    // Before, the half-sent requests held the close until the forced exit: 60 s, status 1.
+    const exit = srv.stop('SIGTERM');
+    let text = '';
+    const dec = new TextDecoder();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += dec.decode(value);
+    }
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+    expect(await exit).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    for (const s of stalled) s.destroy();
   });
 });

@@ -7,6 +7,7 @@ import { loadBackend } from '../../../libs/engine/src/backend/backend-loader';
 import { ModelManager } from '../../../libs/engine/src/models/model-manager';
 import { NoModelError } from '../../../libs/engine/src/core/errors';
 import { installBodyParsing } from '../../../libs/http/src/body-parsing';
+import { trackConnections } from '../../../libs/http/src/connection-drain';
 import { HttpErrorFilter } from '../../../libs/http/src/error.filter';
 import { clientErrorHandler, frameworkErrors } from '../../../libs/http/src/transport-errors';
 import { validationPipe } from '../../../libs/http/src/validation';
@@ -26,6 +27,8 @@ const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {
   debug: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
 };
 
+const REQUEST_TIMEOUT_MS = 300_000;
+
 /** Builds and starts the HTTP server; the returned app is closed on SIGTERM by main. */
 export async function bootstrap(config: ServerConfig, backend?: InferenceBackend): Promise<NestFastifyApplication> {
   const log = new Logger('svc');
@@ -37,7 +40,9 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   // pass (a module that adds one fails at boot, as fastify then has no use()).
   // Errors answered before any route runs get the spec's shape too (`as never`: Fastify types that
   // hook generically over every server kind; ours is plain HTTP(S)).
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, frameworkErrors: frameworkErrors as never, clientErrorHandler, ...(https ? { https } : {}) });
+  // requestTimeout: a request must arrive whole within Node's default 300 s (Fastify turns it
+  // off), so a client that stalls mid-upload does not hold its connection forever.
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, requestTimeout: REQUEST_TIMEOUT_MS, frameworkErrors: frameworkErrors as never, clientErrorHandler, ...(https ? { https } : {}) });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
     logger: LEVELS[config.logLevel],
     bodyParser: false,
@@ -66,6 +71,7 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   });
   app.useGlobalFilters(new HttpErrorFilter());
   app.useGlobalPipes(validationPipe());
+  trackConnections(app.getHttpServer());
   await app.listen(config.port, config.host);
   log.log(`listening on ${https ? 'https' : 'http'}://${config.host}:${config.port} (backend ${engineBackend.name})`);
   void loadDefaultModel(app, log);

@@ -4,6 +4,7 @@ import { bootstrap } from './bootstrap';
 import { buildConfig, checkDefaultModelFile, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
+import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
 
 async function main(): Promise<void> {
   let config;
@@ -43,9 +44,13 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), 60_000);
     force.unref();
     // A keep-alive connection whose request finishes during the close stays open and would hold
-    // the close until the forced exit: such connections are closed as soon as they go idle.
+    // the close until the forced exit: such connections are closed as soon as they go idle, and
+    // so are those whose request has not fully arrived.
     const server = app.getHttpServer() as Server;
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const sweep = setInterval(() => {
+      server.closeIdleConnections();
+      dropUnstartedRequests(server);
+    }, 50);
     sweep.unref();
     app.close().then(
       () => process.exit(0),

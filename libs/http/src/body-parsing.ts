@@ -43,6 +43,10 @@ export function isLingering(err: unknown): boolean {
  * parse failures answered as "malformed JSON: <reason> at offset N (in <field>)".
  */
 export function installBodyParsing(fastify: FastifyInstance, limit: number, routeLimits: RouteLimit[] = []): void {
+  // Expect: 100-continue: Node sends the 100 by itself, before the 413 below could refuse the
+  // declared length, inviting the upload of a body already refused. With this listener the 100
+  // goes out from the hook, once the length is accepted.
+  fastify.server.on('checkContinue', (req, res) => fastify.server.emit('request', req, res));
   fastify.addHook('onRequest', (req, reply, done) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     const path = req.url.split('?')[0];
@@ -55,6 +59,7 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
       void reply.status(413).send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
       return;
     }
+    if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') reply.raw.writeContinue();
     done();
   });
 

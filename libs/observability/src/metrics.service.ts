@@ -52,17 +52,31 @@ export class MetricsService {
   constructor(@Inject(ModelManager) private readonly models: ModelManager) {
     collectDefaultMetrics({ register: this.registry, prefix: 'svc_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     const resident = () => this.models.resident();
+    // The scheduler's running totals are read at each scrape: counters (TYPE counter, as their
+    // _total names say) for those, gauges for levels. A model loaded anew starts from zero, which
+    // Prometheus reads as a counter reset.
     const perModel = (name: string, help: string, read: (m: LoadedModel) => number, counter = false) =>
-      new Gauge({
-        name,
-        help: counter ? `${help} (monotonic)` : help,
-        labelNames: ['model'],
-        registers: [this.registry],
-        async collect() {
-          this.reset();
-          for (const m of await resident()) this.set({ model: m.name }, read(m));
-        },
-      });
+      counter
+        ? new Counter({
+            name,
+            help,
+            labelNames: ['model'],
+            registers: [this.registry],
+            async collect() {
+              this.reset();
+              for (const m of await resident()) this.inc({ model: m.name }, read(m));
+            },
+          })
+        : new Gauge({
+            name,
+            help,
+            labelNames: ['model'],
+            registers: [this.registry],
+            async collect() {
+              this.reset();
+              for (const m of await resident()) this.set({ model: m.name }, read(m));
+            },
+          });
     perModel('svc_queue_depth', 'Requests waiting for a sequence', (m) => m.scheduler.queued);
     perModel('svc_active_sequences', 'Sequences generating now', (m) => m.scheduler.activeCount);
     perModel('svc_requests_total', 'Generation requests accepted', (m) => m.scheduler.stats.requests, true);

@@ -4,6 +4,7 @@ import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } 
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
+import { wellFormed } from './well-formed';
 import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
 
 export interface RenderedPrompt {
@@ -46,8 +47,8 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
     try {
       return model.applyChatTemplate({
-        messages: messages.map(textOnly),
-        tools: withTools ? tools : undefined,
+        messages: wellFormed(messages.map(textOnly)),
+        tools: withTools ? wellFormed(tools) : undefined,
         toolChoice: withTools ? choice : undefined,
         parallelToolCalls: prompt.parallelToolCalls ?? false,
         addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
