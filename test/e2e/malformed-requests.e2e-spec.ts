@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 /**
  * Requests the routes never see whole: bodies that are not JSON or nest too deep, wrong field
  * types, URLs and headers refused before routing. Each gets the spec's status and error shape
@@ -88,6 +89,26 @@ describe('malformed requests', () => {
       // Chat routes answered 400 "cannot render the chat template: [json.exception.parse_error.101] ...".
       expect([path, r.status, r.text.includes('json.exception')]).toEqual([path, 200, false]);
     }
+  });
+
+  it('a client that leaves halfway through its body is not logged as a server error', async () => {
+    const { port } = new URL(srv.url);
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve) => {
+        const s = connect(Number(port), '127.0.0.1', () =>
+          s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"mess', () =>
+            setTimeout(() => {
+              s.destroy();
+              resolve();
+            }, 50),
+          ),
+        );
+      });
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    // Each was an ERROR line with a stack ("POST /v1/chat/completions: aborted").
+    expect(srv.logs()).not.toMatch(/ERROR.*aborted/);
+    expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
   });
 
   it('a small body nested thousands of levels deep is refused, not a 500', async () => {

@@ -19,8 +19,10 @@ export class HttpErrorFilter implements ExceptionFilter {
     const req = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
     const f = toHttpFailure(err);
-    // 501 is a route svc does not offer (the runner's push, create, blobs), not a fault.
-    if (f.status >= 500 && f.status !== 501) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
+    // 501 is a route svc does not offer (the runner's push, create, blobs), and "aborted" a body
+    // its client stopped sending (the client is gone): neither is a fault of the server.
+    const clientLeft = f.message === 'aborted' && (req.raw.destroyed || req.raw.socket?.destroyed === true);
+    if (f.status >= 500 && f.status !== 501 && !clientLeft) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
     const path = (req.url ?? '').split('?')[0];
     if (reply.raw.headersSent || reply.sent) {
       // hijacked by a StreamWriter (reply.sent): answered on the raw response
