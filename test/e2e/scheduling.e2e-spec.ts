@@ -139,6 +139,17 @@ describe('queue bound', () => {
   });
 });
 
+/** The rest of a stream, as text. */
+async function readRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
+  let text = '';
+  const dec = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text;
+    text += dec.decode(value);
+  }
+}
+
 describe('graceful shutdown', () => {
   it('finishes a running stream on SIGTERM, refuses new work, and exits 0', async () => {
     const srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
@@ -150,13 +161,7 @@ describe('graceful shutdown', () => {
     const reader = res.body!.getReader();
     await reader.read();
     const exit = srv.stop('SIGTERM');
-    let text = '';
-    const dec = new TextDecoder();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += dec.decode(value);
-    }
+    const text = await readRest(reader);
     expect(text.trim().endsWith('data: [DONE]')).toBe(true);
     expect(await exit).toBe(0);
   });
@@ -207,13 +212,7 @@ describe('graceful shutdown', () => {
     const t0 = Date.now();
     // Before, the half-sent requests held the close until the forced exit: 60 s, status 1.
     const exit = srv.stop('SIGTERM');
-    let text = '';
-    const dec = new TextDecoder();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += dec.decode(value);
-    }
+    const text = await readRest(reader);
     expect(text.trim().endsWith('data: [DONE]')).toBe(true);
     expect(await exit).toBe(0);
     expect(Date.now() - t0).toBeLessThan(10_000);

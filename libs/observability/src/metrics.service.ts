@@ -55,28 +55,27 @@ export class MetricsService {
     // The scheduler's running totals are read at each scrape: counters (TYPE counter, as their
     // _total names say) for those, gauges for levels. A model loaded anew starts from zero, which
     // Prometheus reads as a counter reset.
-    const perModel = (name: string, help: string, read: (m: LoadedModel) => number, counter = false) =>
-      counter
-        ? new Counter({
-            name,
-            help,
-            labelNames: ['model'],
-            registers: [this.registry],
-            async collect() {
-              this.reset();
-              for (const m of await resident()) this.inc({ model: m.name }, read(m));
-            },
-          })
-        : new Gauge({
-            name,
-            help,
-            labelNames: ['model'],
-            registers: [this.registry],
-            async collect() {
-              this.reset();
-              for (const m of await resident()) this.set({ model: m.name }, read(m));
-            },
-          });
+    const perModel = (name: string, help: string, read: (m: LoadedModel) => number, counter = false) => {
+      const config = { name, help, labelNames: ['model'], registers: [this.registry] };
+      const values = async () => (await resident()).map((m) => [{ model: m.name }, read(m)] as const);
+      if (counter) {
+        new Counter({
+          ...config,
+          async collect() {
+            this.reset();
+            for (const [labels, v] of await values()) this.inc(labels, v);
+          },
+        });
+      } else {
+        new Gauge({
+          ...config,
+          async collect() {
+            this.reset();
+            for (const [labels, v] of await values()) this.set(labels, v);
+          },
+        });
+      }
+    };
     perModel('svc_queue_depth', 'Requests waiting for a sequence', (m) => m.scheduler.queued);
     perModel('svc_active_sequences', 'Sequences generating now', (m) => m.scheduler.activeCount);
     perModel('svc_requests_total', 'Generation requests accepted', (m) => m.scheduler.stats.requests, true);
