@@ -32,7 +32,8 @@ describe('three dialects, one engine (stories260K)', () => {
     const text = o.choices[0].message.content;
     expect((a.content[0] as Anthropic.TextBlock).text).toBe(text);
     expect(l.message.content).toBe(text);
-    expect(a.usage.input_tokens).toBe(o.usage!.prompt_tokens);
+    // Anthropic's accounting: input_tokens leave out what was read from the cache.
+    expect(a.usage.input_tokens + (a.usage.cache_read_input_tokens ?? 0)).toBe(o.usage!.prompt_tokens);
     expect(l.prompt_eval_count).toBe(o.usage!.prompt_tokens);
     expect(a.usage.output_tokens).toBe(o.usage!.completion_tokens);
     expect(l.eval_count).toBe(o.usage!.completion_tokens);
@@ -51,6 +52,14 @@ describe('three dialects, one engine (stories260K)', () => {
     expect(first.usage!.prompt_tokens).toBeGreaterThan(100);
     const a = await anthropic.messages.create({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }], max_tokens: 4 });
     expect(a.usage.cache_read_input_tokens).toBeGreaterThan(100);
+    // The prompt is input_tokens plus what was read from the cache, not counted twice.
+    const counted = await anthropic.messages.countTokens({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }] });
+    expect(a.usage.input_tokens + a.usage.cache_read_input_tokens!).toBe(counted.input_tokens);
+    expect(a.usage.input_tokens).toBeLessThan(counted.input_tokens);
+    // Streamed, the final message takes message_delta's split.
+    const streamed = await anthropic.messages.stream({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }], max_tokens: 4 }).finalMessage();
+    expect(streamed.usage.input_tokens + streamed.usage.cache_read_input_tokens!).toBe(counted.input_tokens);
+    expect(streamed.usage.cache_read_input_tokens).toBeGreaterThan(100);
 
     const before = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
     const l = await ollama.chat({ model: '', messages: [{ role: 'system', content: system }, { role: 'user', content: user + ' And a bird.' }], stream: false, options: { num_predict: 4, temperature: 0 } });

@@ -32,6 +32,8 @@ export class MessagesRenderer {
 
   async stream(source: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
     const events = await primed(source);
+    // What is cached is known once the request ran: message_start counts the whole prompt as
+    // input, and message_delta's usage (which the SDK's final message takes) splits it.
     const start = { ...this.shell(), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.promptTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
     out.event({ type: 'message_start', message: start }, 'message_start');
     out.event({ type: 'ping' }, 'ping');
@@ -107,9 +109,10 @@ function parseInput(args: string): unknown {
   }
 }
 
+/** Anthropic's accounting: input_tokens are the prompt tokens not read from the cache (their sum is the prompt). */
 export function wireUsage(u: Usage): WireUsage {
   return {
-    input_tokens: u.promptTokens,
+    input_tokens: u.promptTokens - u.cachedPromptTokens,
     output_tokens: u.completionTokens,
     cache_read_input_tokens: u.cachedPromptTokens,
     cache_creation_input_tokens: 0,
