@@ -75,6 +75,11 @@ describe('errors in the spec shape', () => {
     const r = await postJson(`${srv.url}/v1/nothing-here`, {});
     expect(r.status).toBe(404);
     expect(r.json.error.type).toBe('Not Found');
+    // Whatever the body: a malformed one answered 400 "malformed JSON" before the route was looked at.
+    const bad = await postJson(`${srv.url}/v1/nothing-here`, '{"a":tru}');
+    expect([bad.status, bad.json.error.type]).toEqual([404, 'Not Found']);
+    const runner = await postJson(`${srv.url}/api/nothing-here`, '{"a":tru}');
+    expect([runner.status, runner.json.error]).toEqual([404, 'Cannot POST /api/nothing-here']);
   });
 
   it('413 from the declared length, before the body is read', async () => {

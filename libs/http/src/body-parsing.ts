@@ -72,11 +72,13 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
   // routes (their own limits) take any type but JSON as bytes: `curl --data-binary @file` too.
   fastify.removeContentTypeParser(['application/json', 'text/plain']);
   const binary = (req: FastifyRequest) => routeLimits.some((r) => r.pattern.test(req.url.split('?')[0]));
+  // A route that does not exist answers 404 whatever its body: a malformed one gave a 400 first.
+  const unrouted = (req: FastifyRequest) => !req.routeOptions?.url;
   fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => parseJson(body, limit, done), done),
+    collectBody(req, payload, limit, (body) => (unrouted(req) ? done(null, undefined) : parseJson(body, limit, done)), done),
   );
   fastify.addContentTypeParser('*', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => (binary(req) ? done(null, body) : parseJson(body, limit, done)), done),
+    collectBody(req, payload, limit, (body) => (binary(req) || unrouted(req) ? done(null, body) : parseJson(body, limit, done)), done),
   );
 }
 
