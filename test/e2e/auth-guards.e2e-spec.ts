@@ -90,7 +90,8 @@ describe('browser origins', () => {
     const chat = await send(`${srv.url}/v1/chat/completions`, { method: 'POST', body: ROUTES[1].body, headers });
     expect(chat.status).toBe(403);
     expect(chat.json).toEqual({ error: { message: 'origin not permitted; a web page at https://evil.example may not call this server', type: 'Forbidden' } });
-    for (const [method, path] of [['POST', '/api/pull'], ['POST', '/api/copy'], ['DELETE', '/api/delete']]) {
+    // Percent-escapes reach the same routes: the rule reads the path as the router does.
+    for (const [method, path] of [['POST', '/api/pull'], ['POST', '/api/copy'], ['DELETE', '/api/delete'], ['POST', '/api/%70ull'], ['POST', '/%61pi/copy?x=1']]) {
       const a = await send(`${srv.url}${path}`, { method, body: { model: 'x' }, headers });
       expect(a.status).toBe(403);
       expect(a.json).toEqual({ error: "a web page at https://evil.example may not change this server's model store" });

@@ -156,19 +156,27 @@ describe('legacy (pre-0.3.0) snapshots', () => {
     expect((await other.json()).error.message).toMatch(/^kv: snapshot was taken with different weights: snapshot holds llama\/L5\/E64\/H8\/KV4\/V999, this cache holds sha256:270cba1b/);
   });
 
+  const exportOn = async (srv: RunningServer) => {
+    const ctx: any = await (await call(srv, 'POST', '/v1/contexts', { json: { prompt: PROMPT } })).json();
+    return bytes(await call(srv, 'GET', `/v1/contexts/${ctx.id}/export`));
+  };
+
   it('are refused wherever markings are on (the auth layer\'s policy), even on an undeclared request', async () => {
     const srv = await start('-classification', '-require-classification=false');
-    const { snap } = await snapshotOn(srv);
-    expect((await call(srv, 'POST', '/v1/contexts/restore', { file: snap })).status).toBe(201);
-    const r = await call(srv, 'POST', '/v1/contexts/restore', { file: legacyOf(snap) });
+    const exported = await exportOn(srv);
+    expect((await call(srv, 'POST', '/v1/contexts/import', { file: exported })).status).toBe(201);
+    const r = await call(srv, 'POST', '/v1/contexts/import', { file: legacyOf(exported) });
     expect(r.status).toBe(403);
     expect((await r.json()).error.message).toMatch(LEGACY);
+    // A bare snapshot carries no marking: restoring it, declared or not, would drop the one it was taken at.
+    const bare = await call(srv, 'POST', '/v1/contexts/restore', { file: (await snapshotOn(srv)).snap });
+    expect(bare.status).toBe(403);
+    expect((await bare.json()).error.message).toBe('restore of a bare snapshot is refused under classification markings; use export and import');
   });
 
   it('are accepted under markings and the enterprise profile with -allow-legacy-snapshots', async () => {
     const plain = await start('-classification', '-require-classification=false', '-allow-legacy-snapshots');
-    const { snap } = await snapshotOn(plain);
-    expect((await call(plain, 'POST', '/v1/contexts/restore', { file: legacyOf(snap) })).status).toBe(201);
+    expect((await call(plain, 'POST', '/v1/contexts/import', { file: legacyOf(await exportOn(plain)) })).status).toBe(201);
 
     const ent = await start('-profile', 'enterprise', '-insecure', '-callers', callersFile, '-allow-legacy-snapshots');
     const who = { key: 'alice-key', marking: 'SECRET' };

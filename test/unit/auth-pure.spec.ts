@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { buildAuthConfig } from '../../libs/auth/src/auth-config';
-import { ownerKey, ANONYMOUS, Caller } from '../../libs/auth/src/caller';
+import { pathOf } from '../../libs/auth/src/auth.service';
 import { parseCallers } from '../../libs/auth/src/callers-file';
 import { nameFromCertificate } from '../../libs/auth/src/client-cert';
+import { ownerKey } from '../../libs/http/src/identity';
 import { constantTimeEqual, keyDigest, KeyRing, storedKeyDigest } from '../../libs/auth/src/keys';
 import { clearanceFailure, DEFAULT_LEVELS, MarkingSyntaxError, parseLevels, parseMarking } from '../../libs/auth/src/marking';
 import { claimList, looksLikeJwt } from '../../libs/auth/src/oidc';
@@ -209,15 +210,25 @@ describe('callers file and flags', () => {
 });
 
 describe('callers, tokens and certificates', () => {
-  it('ownerKey separates callers and markings; anonymous callers share one owner', () => {
-    const alice: Caller = { name: 'alice', compartments: [], labels: [], anonymous: false, via: 'callers-file' };
-    const bob: Caller = { ...alice, name: 'bob' };
-    const s = parseMarking('SECRET', L);
-    expect(ownerKey(alice, s)).toBe(ownerKey({ ...alice }, parseMarking('secret', L)));
-    expect(ownerKey(alice, s)).not.toBe(ownerKey(bob, s));
-    expect(ownerKey(alice, s)).not.toBe(ownerKey(alice, parseMarking('SECRET//A', L)));
-    expect(ownerKey(alice)).not.toBe(ownerKey(alice, s));
-    expect(ownerKey(ANONYMOUS)).toBe(ownerKey({ ...ANONYMOUS, name: 'api-key', via: 'api-key' }));
+  it('ownerKey separates callers and markings, whatever a name holds; the anonymous unmarked owner stays the default', () => {
+    const secret = parseMarking('SECRET', L).canonical;
+    expect(parseMarking('secret', L).canonical).toBe(secret);
+    expect(ownerKey({ owner: 'alice', marking: secret })).not.toBe(ownerKey({ owner: 'bob', marking: secret }));
+    expect(ownerKey({ owner: 'alice', marking: secret })).not.toBe(ownerKey({ owner: 'alice', marking: parseMarking('SECRET//A', L).canonical }));
+    expect(ownerKey({ owner: 'alice', marking: '' })).not.toBe(ownerKey({ owner: 'alice', marking: secret }));
+    // A caller may be named like another caller's key at a marking.
+    expect(ownerKey({ owner: 'x//SECRET', marking: '' })).not.toBe(ownerKey({ owner: 'x', marking: 'SECRET' }));
+    expect(ownerKey({ owner: 'x', marking: 'SECRET//A' })).not.toBe(ownerKey({ owner: 'x//SECRET', marking: 'A' }));
+    expect(ownerKey({ owner: '', marking: '' })).toBe('');
+    expect(ownerKey({ owner: '', marking: secret })).not.toBe('');
+  });
+
+  it('reads a path as the router does: escapes decoded, reserved ones kept, query and fragment dropped', () => {
+    expect(pathOf({ url: '/v1/%6dodels?x=%2F' })).toBe('/v1/models');
+    expect(pathOf({ url: '/%6Dcp#frag' })).toBe('/mcp');
+    expect(pathOf({ url: '/api%2Fpull' })).toBe('/api%2Fpull');
+    expect(pathOf({ url: '/bad%E0%A4%A' })).toBe('/bad%E0%A4%A');
+    expect(pathOf({ url: '/healthz' })).toBe('/healthz');
   });
 
   it('names a certificate by CN, else the first DNS or email SAN', () => {

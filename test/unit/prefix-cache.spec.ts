@@ -38,6 +38,19 @@ describe('PrefixCache', () => {
     expect(c.retain(2, t(1, 2, 3))).toEqual([1]);
     expect(c.size).toBe(1);
   });
+  it('shares retained prompts within a partition only (an owner key), and keeps each partition its own', async () => {
+    const { c, ops } = cache();
+    c.retain(1, t(1, 2, 3, 4), 4, 'alice');
+    expect(c.match(t(1, 2, 3, 7), 'bob')).toBeUndefined();
+    expect(c.match(t(1, 2, 3, 7))).toBeUndefined();
+    expect(await c.reuse(t(1, 2, 3, 7), 5, 'bob')).toEqual({ n: 0 });
+    expect(ops).toEqual([]);
+    // bob's longer prompt makes alice's entry redundant only for bob: hers stays.
+    expect(c.retain(2, t(1, 2, 3, 4, 5), 5, 'bob')).toEqual([]);
+    expect(c.size).toBe(2);
+    expect(c.match(t(1, 2, 3, 4, 5), 'alice')).toMatchObject({ entry: { seq: 1 }, length: 4 });
+    expect(c.match(t(1, 2, 3, 4, 5), 'bob')).toMatchObject({ entry: { seq: 2 }, length: 5 });
+  });
   it('evicts least recently used past its bounds', () => {
     const { c } = cache({ maxEntries: 2 });
     c.retain(1, t(1));

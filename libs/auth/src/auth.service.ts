@@ -193,6 +193,17 @@ export class AuthService {
   }
 }
 
+/**
+ * The path as the router sees it: up to `?` or `#`, percent-escapes decoded
+ * as decodeURI does (find-my-way's rule; reserved characters such as %2F stay
+ * encoded), so `/%6dcp` is `/mcp` here too.
+ */
 export function pathOf(req: { url?: string }): string {
-  return (req.url ?? '').split('?')[0];
+  const raw = (req.url ?? '').split(/[?#]/)[0];
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURI(raw);
+  } catch {
+    return raw; // malformed escapes: the router answers 400 for it
+  }
 }

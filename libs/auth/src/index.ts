@@ -1,6 +1,6 @@
 export { AuthModule } from './auth.module';
 export { AuthService, UNAUTHORIZED_MESSAGE, WWW_AUTHENTICATE } from './auth.service';
-export { ANONYMOUS, ownerKey, owns } from './caller';
+export { ANONYMOUS } from './caller';
 export type { Caller } from './caller';
 export { CurrentCaller, CurrentMarking, callerOf, markingOf } from './decorators';
 export { parseMarking } from './marking';

@@ -98,7 +98,8 @@ export class ContextsService {
   }
 
   async restore(model: string, who: RequestIdentity, body: Buffer): Promise<KvContext> {
-    if (who.marking) throw new EngineError('restore of a bare snapshot is refused under classification markings; use export and import', 403);
+    // The server's policy, not the request's: without a header (-require-classification=false) it is still refused.
+    if (who.marking || this.config.features.classification) throw new EngineError('restore of a bare snapshot is refused under classification markings; use export and import', 403);
     const lm = await this.models.acquire(model);
     const file = this.open('snapshot', body);
     this.checkLegacy(file, who);

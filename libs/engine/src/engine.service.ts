@@ -81,6 +81,8 @@ export class EngineService implements OnApplicationShutdown {
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
         reusePrefix: req.reusePrefix,
+        // Callers and markings do not share retained prompts: cached_tokens would tell one what another sent.
+        cachePartition: req.owner ?? '',
         toolParser: rendered.toolParser,
         ignoreEos: req.sampling.ignoreEos,
         session,

@@ -17,7 +17,11 @@ export function requestIdentity(req: FastifyRequest): RequestIdentity {
   return { owner: caller.anonymous ? '' : caller.name, marking: markingOf(req)?.canonical ?? '' };
 }
 
-/** The key resources are stored under: the caller, at the marking they were made. */
+/**
+ * The key resources are stored under: the caller, at the marking they were
+ * made. Injective (a caller's name may hold "//", as markings do); the
+ * anonymous caller without a marking keeps the engine's default owner ''.
+ */
 export function ownerKey(id: RequestIdentity): string {
-  return id.marking ? `${id.owner}//${id.marking}` : id.owner;
+  return id.owner === '' && id.marking === '' ? '' : JSON.stringify([id.owner, id.marking]);
 }

@@ -2,9 +2,9 @@ import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { parseKeepAlive } from '../../../engine/src/models/residency';
 import { FastifyReply } from 'fastify';
 import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
-import { GenerationRequest } from '../../../engine/src/core/generation-request';
 import { EngineService } from '../../../engine/src/engine.service';
-import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { GenerationRequest, RequestScope } from '../../../engine/src/core/generation-request';
+import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
 import { ModelCatalog } from '../../../store/src/catalog';
 import { chatToCore, generateToCore } from './mapping/runner-request.mapper';
@@ -21,17 +21,17 @@ export class RunnerController {
 
   @Post('generate')
   @HttpCode(200)
-  async generate(@Body() dto: GenerateRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
+  async generate(@Body() dto: GenerateRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const started = performance.now();
     // The local-runner's way to preload a model: an empty prompt loads it and answers done_reason "load".
     if (!dto.prompt && !dto.images?.length) return this.loadOnly(dto, started, reply);
-    await this.run('generate', generateToCore(dto, signal), dto, started, reply);
+    await this.run('generate', generateToCore(dto, scope), dto, started, reply);
   }
 
   @Post('chat')
   @HttpCode(200)
-  async chat(@Body() dto: ChatRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
-    await this.run('chat', chatToCore(dto, signal), dto, performance.now(), reply);
+  async chat(@Body() dto: ChatRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
+    await this.run('chat', chatToCore(dto, scope), dto, performance.now(), reply);
   }
 
   @Post('embed')

@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { EngineService } from '../../../engine/src/engine.service';
-import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { RequestScope } from '../../../engine/src/core/generation-request';
+import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
 import { messagesPromptToCore, messagesRequestToCore } from './mapping/messages-request.mapper';
 import { MessagesRequestDto } from './protocol/messages.dto';
@@ -18,8 +19,8 @@ export class MessagesController {
 
   @Post()
   @HttpCode(200)
-  async create(@Body() dto: MessagesRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
-    const req = messagesRequestToCore(dto, signal);
+  async create(@Body() dto: MessagesRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
+    const req = messagesRequestToCore(dto, scope);
     const handle = await this.engine.generate(req);
     const r = new MessagesRenderer(handle.model.name, handle.promptTokens, req.stop);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));

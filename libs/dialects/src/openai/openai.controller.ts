@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { EngineService } from '../../../engine/src/engine.service';
-import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { RequestScope } from '../../../engine/src/core/generation-request';
+import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
 import { chatRequestToCore, completionRequestToCore } from './mapping/chat-request.mapper';
 import { ChatCompletionRequestDto } from './protocol/chat-completion.dto';
@@ -16,8 +17,8 @@ export class OpenAIController {
 
   @Post('chat/completions')
   @HttpCode(200)
-  async chat(@Body() dto: ChatCompletionRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
-    const handle = await this.engine.generate(chatRequestToCore(dto, signal));
+  async chat(@Body() dto: ChatCompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
+    const handle = await this.engine.generate(chatRequestToCore(dto, scope));
     const r = new ChatRenderer(handle.model.name);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));
@@ -25,8 +26,8 @@ export class OpenAIController {
 
   @Post('completions')
   @HttpCode(200)
-  async completions(@Body() dto: CompletionRequestDto, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
-    const handle = await this.engine.generate(completionRequestToCore(dto, signal));
+  async completions(@Body() dto: CompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
+    const handle = await this.engine.generate(completionRequestToCore(dto, scope));
     const r = new CompletionRenderer(handle.model.name);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));

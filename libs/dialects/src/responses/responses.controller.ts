@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
-import { ClientSignal } from '../../../http/src/client-signal.decorator';
+import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { requestIdentity } from '../../../http/src/identity';
 import { StreamWriter } from '../../../http/src/sse';
 import { ResponsesRequestDto } from './protocol/responses.dto';

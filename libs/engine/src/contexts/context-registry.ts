@@ -18,6 +18,7 @@ const RETOKENIZE_SLACK = 8;
  */
 export class ContextRegistry {
   private readonly byId = new Map<string, KvContext>();
+  /** Named sessions (svc_session), per owner: sessionKey(owner, name). */
   private readonly byName = new Map<string, KvContext>();
   private readonly residency: Residency;
   private nextId = 1;
@@ -118,7 +119,7 @@ export class ContextRegistry {
   async delete(c: KvContext): Promise<void> {
     if (c.busy) throw new ContextBusyError();
     this.byId.delete(c.id);
-    if (c.sessionName) this.byName.delete(c.sessionName);
+    if (c.sessionKey) this.byName.delete(c.sessionKey);
     await this.scheduler.exclusive(async () => {
       try {
         await this.residency.handOver(c);
@@ -126,7 +127,7 @@ export class ContextRegistry {
         // A spilled source could not come back for its forks: the delete is refused, nothing changed.
         if (c.spillPath) {
           this.byId.set(c.id, c);
-          if (c.sessionName) this.byName.set(c.sessionName, c);
+          if (c.sessionKey) this.byName.set(c.sessionKey, c);
         }
         throw err;
       }
@@ -172,11 +173,12 @@ export class ContextRegistry {
   async session(name: string, owner: string): Promise<KvContext> {
     const byId = this.get(name, owner);
     if (byId) return byId;
-    const named = this.byName.get(name);
-    if (named && named.owner === owner) return named;
+    const key = JSON.stringify([owner, name]);
+    const named = this.byName.get(key);
+    if (named) return named;
     const c = await this.create(owner, undefined);
-    c.sessionName = name;
-    this.byName.set(name, c);
+    c.sessionKey = key;
+    this.byName.set(key, c);
     return c;
   }
 

@@ -24,8 +24,8 @@ export class KvContext {
   spillPath?: string;
   busy = false;
   lastUsed = Date.now();
-  /** A named session (svc_session) bound to this context, if any. */
-  sessionName?: string;
+  /** The named session (svc_session) bound to this context, if any: its key in the registry (owner and name). */
+  sessionKey?: string;
   /** Held for the engine's own use (a stored response's conversation): absent from the contexts routes. */
   hidden = false;
   /** Deleted as soon as the request bound to it lets go (its owner dropped it mid-generation). */

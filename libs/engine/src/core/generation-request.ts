@@ -109,6 +109,9 @@ export interface GenerationRequest {
   signal?: AbortSignal;
 }
 
+/** What a request's transport knows of it, beyond its body: the client's signal and the owner key. */
+export type RequestScope = Pick<GenerationRequest, 'signal' | 'owner'>;
+
 /** A context the engine keeps for a caller, named by the model it lives on. */
 export interface ContextRef {
   model: string;

@@ -30,6 +30,8 @@ export interface PrefixEntry {
   tokens: Int32Array;
   /** Leading tokens that were the request's prompt (the rest it generated). */
   promptLen: number;
+  /** Who may reuse it (the owner key: caller and marking): a match tells how much of a prompt it saw. */
+  partition: string;
   lastUsed: number;
 }
 
@@ -105,10 +107,11 @@ export class PrefixCache {
     return this.entries.reduce((n, e) => n + e.residentLen, 0);
   }
 
-  /** The entry sharing the longest common prefix with `tokens`, if any. */
-  match(tokens: Int32Array): { entry: PrefixEntry; length: number } | undefined {
+  /** The entry of `partition` sharing the longest common prefix with `tokens`, if any. */
+  match(tokens: Int32Array, partition = ''): { entry: PrefixEntry; length: number } | undefined {
     let best: { entry: PrefixEntry; length: number } | undefined;
     for (const e of this.entries) {
+      if (e.partition !== partition) continue;
       const n = commonPrefix(e.tokens, tokens);
       if (n > 0 && (!best || n > best.length)) best = { entry: e, length: n };
     }
@@ -117,8 +120,8 @@ export class PrefixCache {
   }
 
   /** Puts the longest retained prefix of `prompt` into the empty sequence `seq`. */
-  async reuse(prompt: Int32Array, seq: number): Promise<PrefixReuse> {
-    const hit = this.match(prompt);
+  async reuse(prompt: Int32Array, seq: number, partition = ''): Promise<PrefixReuse> {
+    const hit = this.match(prompt, partition);
     // The last prompt token is always decoded again: its logits start the output.
     const n = hit ? Math.min(hit.length, prompt.length - 1) : 0;
     if (!hit || n <= 0 || this.tooShortToShare(n)) return { n: 0 };
@@ -148,18 +151,18 @@ export class PrefixCache {
    * Keeps `seq` holding `tokens`. Returns the sequence ids the caller must free:
    * entries made redundant (a prefix of the new one) and overflow.
    */
-  retain(seq: number, tokens: Int32Array, promptLen = tokens.length): number[] {
+  retain(seq: number, tokens: Int32Array, promptLen = tokens.length, partition = ''): number[] {
     // No match this short is ever shared: it would only take a slot.
     if (this.tooShortToShare(tokens.length)) return [seq];
     const freed: number[] = [];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const e = this.entries[i];
-      if (e.tokens.length <= tokens.length && commonPrefix(e.tokens, tokens) === e.tokens.length) {
+      if (e.partition === partition && e.tokens.length <= tokens.length && commonPrefix(e.tokens, tokens) === e.tokens.length) {
         if (e.seq !== undefined) freed.push(e.seq);
         this.entries.splice(i, 1);
       }
     }
-    this.entries.push({ seq, residentLen: tokens.length, tokens, promptLen: Math.min(promptLen, tokens.length), lastUsed: ++this.clock });
+    this.entries.push({ seq, residentLen: tokens.length, tokens, promptLen: Math.min(promptLen, tokens.length), partition, lastUsed: ++this.clock });
     while (this.entries.length > this.limits.maxEntries || this.residentPositions > this.limits.maxResidentPositions) {
       const victim = this.lru(() => true);
       if (!victim) break;

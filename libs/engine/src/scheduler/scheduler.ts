@@ -254,7 +254,7 @@ export class Scheduler {
 
   /** Starts the new sequence with the longest retained prefix of its prompt. */
   private async reuseCachedPrefix(s: Sequence): Promise<void> {
-    const { n, shared } = await this.cache.reuse(s.spec.promptTokens, s.seq);
+    const { n, shared } = await this.cache.reuse(s.spec.promptTokens, s.seq, s.spec.cachePartition);
     if (n <= 0) return;
     s.nPast = n;
     s.cachedTokens = n;
@@ -303,7 +303,7 @@ export class Scheduler {
       const all = s.heldTokens();
       s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain);
     } else if (retain && s.spec.retainPrefix) {
-      for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length)) this.freeSeq(freed);
+      for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length, s.spec.cachePartition)) this.freeSeq(freed);
     } else {
       this.freeSeq(s.seq);
     }

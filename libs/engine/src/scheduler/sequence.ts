@@ -30,6 +30,8 @@ export interface SequenceSpec {
   retainPrefix: boolean;
   /** Start from a retained prefix when one matches (unless false). */
   reusePrefix?: boolean;
+  /** Retained prompts are shared within one partition only (the owner key; '' by default). */
+  cachePartition?: string;
   /** Set when the prompt offered tools: output is parsed for tool calls. */
   toolParser?: ToolOutputParser;
   ignoreEos?: boolean;

@@ -7,6 +7,7 @@ import {
   GenerationRequest,
   OutputConstraint,
   PromptInput,
+  RequestScope,
   SamplingParams,
 } from '../../../../engine/src/core/generation-request';
 import { checkMessages, optionalText, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
@@ -18,7 +19,7 @@ export const RUNNER_DEFAULT_NUM_PREDICT = 512;
  * /api/generate → the core request. raw sends the prompt as is; otherwise it goes through the
  * chat template, and on a model without one it is sent as is too (the runner's `{{ .Prompt }}`).
  */
-export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): GenerationRequest {
+export function generateToCore(d: GenerateRequestDto, scope: RequestScope = {}): GenerationRequest {
   // A raw prompt is text with no place for media: refused rather than sent without them.
   if (d.raw && d.images?.length) throw new InvalidRequestError('images need the chat template: send them without raw');
   const prompt: PromptInput = d.raw
@@ -31,17 +32,17 @@ export function generateToCore(d: GenerateRequestDto, signal?: AbortSignal): Gen
         ],
         plainWithoutTemplate: true,
       };
-  return base(d, prompt, signal);
+  return base(d, prompt, scope);
 }
 
 /** /api/chat → the core request. One tool call per turn, as the local-runner does. */
-export function chatToCore(d: ChatRequestDto, signal?: AbortSignal): GenerationRequest {
+export function chatToCore(d: ChatRequestDto, scope: RequestScope = {}): GenerationRequest {
   checkMessages(d.messages as Array<{ role?: unknown }>);
   const tools = d.tools?.map(toCoreTool);
-  return base(d, { kind: 'chat', messages: toCoreMessages(d.messages), tools, parallelToolCalls: false }, signal);
+  return base(d, { kind: 'chat', messages: toCoreMessages(d.messages), tools, parallelToolCalls: false }, scope);
 }
 
-function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, signal?: AbortSignal): GenerationRequest {
+function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, scope: RequestScope): GenerationRequest {
   const o = d.options ?? {};
   return {
     model: d.model ?? '',
@@ -55,7 +56,7 @@ function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, signa
     retainPrefix: true,
     // The one svc_ extension these routes read.
     session: d.svc_session,
-    signal,
+    ...scope,
   };
 }
 

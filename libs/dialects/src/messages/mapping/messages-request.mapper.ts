@@ -7,6 +7,7 @@ import {
   CoreToolChoice,
   GenerationRequest,
   PromptInput,
+  RequestScope,
 } from '../../../../engine/src/core/generation-request';
 import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { MessagesBlock, MessagesInputMessage, MessagesRequestDto, MessagesTool, MessagesToolChoice } from '../protocol/messages.dto';
@@ -14,7 +15,7 @@ import { MessagesBlock, MessagesInputMessage, MessagesRequestDto, MessagesTool, 
 export const MESSAGES_DEFAULT_MAX_TOKENS = 1024;
 
 /** Messages DTO → the core request. Pure: no I/O, no engine. */
-export function messagesRequestToCore(d: MessagesRequestDto, signal?: AbortSignal): GenerationRequest {
+export function messagesRequestToCore(d: MessagesRequestDto, scope: RequestScope = {}): GenerationRequest {
   // Chosen over silently dropping it: a client that asks for logprobs would otherwise get none without knowing why.
   if (d.logprobs !== undefined && d.logprobs !== null && d.logprobs !== false) {
     throw new InvalidRequestError('logprobs is unsupported on /v1/messages; use /v1/chat/completions for log-probabilities');
@@ -29,7 +30,7 @@ export function messagesRequestToCore(d: MessagesRequestDto, signal?: AbortSigna
     logprobs: 0,
     ...prefixCacheFrom(d),
     session: d.svc_session,
-    signal,
+    ...scope,
   };
 }
 

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
-import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint } from '../../../../engine/src/core/generation-request';
+import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint, RequestScope } from '../../../../engine/src/core/generation-request';
 import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto, ResponseFormat } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
@@ -8,7 +8,7 @@ import { CompletionRequestDto } from '../protocol/completion.dto';
 export const CHAT_DEFAULT_MAX_TOKENS = 512;
 
 /** Chat-completions DTO → the core request. Pure: no I/O, no engine. */
-export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSignal): GenerationRequest {
+export function chatRequestToCore(d: ChatCompletionRequestDto, scope: RequestScope = {}): GenerationRequest {
   checkMessages(d.messages as Array<{ role?: unknown }>);
   checkN(d.n);
   if (d.logprobs && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
@@ -28,12 +28,12 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, signal?: AbortSig
     logprobs: d.logprobs ? (d.top_logprobs && d.top_logprobs > 0 ? d.top_logprobs : -1) : 0,
     ...prefixCacheFrom(d),
     session: d.svc_session,
-    signal,
+    ...scope,
   };
 }
 
 /** Completions DTO → the core request (raw prompt continuation). */
-export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortSignal): GenerationRequest {
+export function completionRequestToCore(d: CompletionRequestDto, scope: RequestScope = {}): GenerationRequest {
   checkN(d.n);
   // Refused rather than silently dropped: the streamed chunks carry no logprobs.
   // null is "off", as in the OpenAI API.
@@ -51,7 +51,7 @@ export function completionRequestToCore(d: CompletionRequestDto, signal?: AbortS
     logprobs: logprobs !== undefined ? (logprobs > 0 ? logprobs : -1) : 0,
     ...prefixCacheFrom(d),
     session: d.svc_session,
-    signal,
+    ...scope,
   };
 }
 
