@@ -2,6 +2,7 @@
 // written back, on the context's engine thread while ContextState::busy is held.
 #include "context.h"
 #include "svc.h"
+#include "svc_log.h"
 
 #include <string>
 #include <vector>
@@ -31,13 +32,19 @@ class StateSetWorker : public BusyWorker {
  public:
   StateSetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq, std::vector<uint8_t> data)
       : BusyWorker(env, "svc_engine.stateSeqSet", std::move(cs)), seq_(seq), data_(std::move(data)) {}
-  void Execute() override { read_ = llama_state_seq_set_data(cs_->ctx, data_.data(), data_.size(), seq_); }
-  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, (double) read_); }
+  void Execute() override {
+    LogCapture cap;  // the one way llama.cpp tells "no room" from "not a state of this cache"
+    read_ = llama_state_seq_set_data(cs_->ctx, data_.data(), data_.size(), seq_);
+    noRoom_ = read_ == 0 && cap.text().find("failed to find") != std::string::npos && cap.text().find("available cells") != std::string::npos;
+  }
+  // Bytes read; 0 when llama.cpp refused the state; -1 when it had no free cells for it.
+  Napi::Value Result(Napi::Env env) override { return Napi::Number::New(env, noRoom_ ? -1.0 : (double) read_); }
 
  private:
   llama_seq_id seq_;
   std::vector<uint8_t> data_;
   size_t read_ = 0;
+  bool noRoom_ = false;
 };
 
 llama_seq_id seqArg(const Napi::CallbackInfo & info, const ContextState & st) {

@@ -113,6 +113,27 @@ describe('forged and damaged context files', () => {
     expect([innocent.json.choices[0].text, after.status, after.json.error.message]).toEqual([', there was a little g', 400, `corrupt context file: its KV state holds position 0, not one of 0..${n - 1} once each`]);
   });
 
+  it('bytes after the payload, or flags the format does not define, are refused', async () => {
+    await expectRefused(Buffer.concat([snap, Buffer.from('GARBAGE-TRAILER')]), 'corrupt context file: 15 bytes after the payload');
+    const flagged = Buffer.from(snap);
+    flagged.writeUInt16LE(0xfe, 10);
+    await expectRefused(flagged, 'corrupt context file: unknown flags 0xfe');
+  });
+
+  it('a state llama.cpp refuses is a 400 that moves no other context out of the KV cache', async () => {
+    for (let i = 0; i < 3; i++) expect((await postJson(`${srv.url}/v1/contexts`, { prompt: `Once upon a time ${i}` })).status).toBe(201);
+    const p = split(snap);
+    const bad = Buffer.from(p.payload);
+    // After the cells (12 bytes each) come v_trans and the layer count, then layer 0's K type (f16 = 1).
+    const kType = FIRST_POS + 12 * p.tokens.length + 8;
+    expect(bad.readInt32LE(kType)).toBe(1);
+    bad.writeInt32LE(0, kType);
+    await expectRefused(join({ ...p, payload: bad }), 'the snapshot state does not fit this model');
+    const listed: any[] = ((await (await fetch(`${srv.url}/v1/contexts`)).json()) as any).data;
+    expect(listed.length).toBeGreaterThan(3);
+    expect(listed.filter((c) => c.spilled)).toEqual([]);
+  });
+
   it('a token id outside the vocabulary is refused', async () => {
     const p = split(snap);
     for (const bad of [512, -1, 0x7fffffff]) {
@@ -192,5 +213,41 @@ describe('context and response bodies with nulls and wrong types', () => {
     const r = await postJson(`${srv.url}/v1/responses`, { input: 'Once', previous_response_id: null, max_output_tokens: 2 });
     expect(r.status).toBe(200);
     expect(r.json.previous_response_id).toBeNull();
+  });
+});
+
+describe('restore while running requests hold the KV cache', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-c', '2048', '-conc', '1', '-cache-slots', '0']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('is a 429 to retry (Retry-After, empty body), not a 400 blaming the file; the same file restores once they end', async () => {
+    const long = 'Once upon a time, there was a little girl named Lily. '.repeat(70);
+    const made = await postJson(`${srv.url}/v1/contexts`, { prompt: long });
+    expect(made.json.tokens).toBeGreaterThan(900);
+    const snap = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${made.json.id}/snapshot`)).arrayBuffer());
+    // The context generates on toward 2048 cells: past about 1100 the cache has no room for another copy of it.
+    const gen = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: long, max_tokens: 2000, temperature: 0, stream: true, svc_session: made.json.id }),
+    });
+    const reader = gen.body!.getReader();
+    let chunks = 0;
+    while (chunks < 150) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('the generation ended before the test could restore beside it');
+      chunks += new TextDecoder().decode(value).split('data: ').length - 1;
+    }
+    const busy = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: snap });
+    const still = await reader.read();
+    expect([busy.status, busy.headers.get('retry-after'), await busy.text(), still.done]).toEqual([429, '1', '', false]);
+    while (!(await reader.read()).done);
+    const later = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: snap });
+    expect(later.status).toBe(201);
   });
 });

@@ -68,8 +68,10 @@ export function decodeSnapshot(kind: FileKind, file: Buffer, key?: string): Snap
     throw new SnapshotFormatError(kind === 'snapshot' ? 'not a context snapshot (.svcctx)' : 'not a context export (.svcx)');
   }
   const version = file.readUInt16LE(8);
-  const sealed = (file.readUInt16LE(10) & 1) === 1;
+  const flags = file.readUInt16LE(10);
+  const sealed = (flags & 1) === 1;
   if (version < 1 || version > CURRENT_VERSION) throw new SnapshotFormatError(`unsupported snapshot version ${version}`);
+  if (flags > 1) throw new SnapshotFormatError(`corrupt context file: unknown flags 0x${flags.toString(16)}`);
   let body = file.subarray(PREFIX);
   if (sealed) {
     if (!key) throw new SnapshotFormatError('this file is sealed; the server has no -context-key to open it', 400);
@@ -91,6 +93,7 @@ export function decodeSnapshot(kind: FileKind, file: Buffer, key?: string): Snap
     o += 8;
     const payload = body.subarray(o, o + pLen);
     if (payload.length !== pLen) throw new Error('truncated');
+    if (o + pLen !== body.length) throw new Error(`${body.length - o - pLen} bytes after the payload`);
     return { kind, version, sealed, header, tokens, payload };
   } catch (err) {
     throw new SnapshotFormatError(`corrupt context file: ${(err as Error).message}`);

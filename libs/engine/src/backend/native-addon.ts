@@ -244,7 +244,7 @@ export interface NativeContext {
   seqPosMax(seq: number): number;
   /** Serialised KV state of one sequence (llama_state_seq_get_data). */
   stateSeqGet(seq: number): Promise<Buffer>;
-  /** Load a sequence's state; resolves to bytes read (0 = failure). */
+  /** Load a sequence's state; resolves to bytes read: 0 when llama.cpp refused the state, -1 when the KV cache had no free cells for it. */
   stateSeqSet(seq: number, data: Buffer): Promise<number>;
   /** Drop every sequence's KV. */
   clear(): void;

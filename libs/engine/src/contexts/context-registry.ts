@@ -3,7 +3,7 @@ import { NativeContext, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
 import { Scheduler } from '../scheduler/scheduler';
 import { SessionBinding } from '../scheduler/sequence';
-import { ContextBusyError, ContextNotFoundError } from './context-errors';
+import { ContextBusyError, ContextCapacityError, ContextNotFoundError } from './context-errors';
 import { KvContext } from './kv-context';
 import { Residency } from './residency';
 
@@ -159,8 +159,10 @@ export class ContextRegistry {
       c.seq = await this.residency.allocSeq();
       const read = await this.residency.setState(c.seq, state, c);
       if (read !== state.length) {
-        // llama.cpp reads a state it wrote to its last byte: bytes left over are not its state.
         this.scheduler.freeSeqId(c.seq);
+        // Cells taken by running requests: a wait, as for a full queue.
+        if (read < 0) throw new ContextCapacityError();
+        // llama.cpp reads a state it wrote to its last byte: bytes left over are not its state.
         throw new InvalidRequestError(read === 0 ? 'the snapshot state does not fit this model' : `corrupt context file: llama.cpp read ${read} of its KV state's ${state.length} bytes`);
       }
       c.tokens = tokens.slice();

@@ -37,8 +37,10 @@ export class Residency {
     if (c.lazySource) return this.bindLazy(c);
     const seq = await this.allocSeq(c);
     if (c.spillPath) {
-      if ((await this.setState(seq, readFileSync(c.spillPath), c)) === 0) {
+      const read = await this.setState(seq, readFileSync(c.spillPath), c);
+      if (read <= 0) {
         this.scheduler.freeSeqId(seq);
+        if (read < 0) throw new ContextCapacityError();
         throw new Error(`could not restore spilled context ${c.id}`);
       }
       rmSync(c.spillPath, { force: true });
@@ -94,12 +96,16 @@ export class Residency {
     return seq;
   }
 
-  /** Writes a state into seq, spilling idle contexts while the KV cache has no room for it: the bytes llama.cpp read (0: no room). */
+  /**
+   * Writes a state into seq, spilling idle contexts while the KV cache has no
+   * room for it: the bytes llama.cpp read, 0 when it refused the state (nothing
+   * spilled for that), -1 when no idle context was left to make room.
+   */
   async setState(seq: number, state: Buffer, keep: KvContext): Promise<number> {
     for (;;) {
       const read = await this.ctx.stateSeqSet(seq, state);
-      if (read > 0) return read;
-      if (!(await this.spillIdle(keep))) return 0;
+      if (read >= 0) return read;
+      if (!(await this.spillIdle(keep))) return -1;
     }
   }
 
