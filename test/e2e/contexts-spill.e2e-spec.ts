@@ -188,3 +188,51 @@ describe('a full KV cache with a request queued on a context', () => {
     expect(again.status).toBe(200);
   });
 });
+
+describe('contexts across an unload of their model (keep_alive)', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const resident = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models.length;
+
+  it('wait on disk and come back with the next load: same tokens, same continuation, ids never reused', async () => {
+    const a = (await postJson(`${srv.url}/v1/contexts`, { prompt: STORY })).json;
+    const twin = (await postJson(`${srv.url}/v1/contexts/${a.id}/fork`, {})).json.data[0];
+    const session = await greedy(srv, { prompt: STORY, svc_session: 'chapter' });
+    const expected = await greedy(srv, { prompt: STORY, svc_session: twin.id });
+    // A local-runner request with a short keep_alive: the model goes once it has been idle that long.
+    const g = await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'Once', stream: false, keep_alive: '1s', options: { num_predict: 1 } });
+    expect(g.status).toBe(200);
+    const deadline = Date.now() + 15_000;
+    while ((await resident()) > 0) {
+      if (Date.now() > deadline) throw new Error('the model was not unloaded');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(spillFiles(srv).length).toBeGreaterThanOrEqual(3);
+
+    // The contexts routes load it again; every context is still there.
+    expect(await ctxState(srv, a.id)).toMatchObject({ id: a.id, tokens: a.tokens, spilled: true });
+    const again = await greedy(srv, { prompt: STORY, svc_session: a.id });
+    expect(again.choices[0].text).toBe(expected.choices[0].text);
+    expect(again.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+    const resumed = await greedy(srv, { prompt: STORY + session.choices[0].text, svc_session: 'chapter' });
+    expect(resumed.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(session.usage.prompt_tokens);
+    const fresh = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once' })).json;
+    const n = (id: string) => Number(id.replace('ctx_', ''));
+    expect(n(fresh.id)).toBeGreaterThan(Math.max(n(a.id), n(twin.id)));
+  });
+
+  it('any use of the model renews the keep_alive a local-runner request set', async () => {
+    expect((await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'Once', stream: false, keep_alive: '2s', options: { num_predict: 1 } })).status).toBe(200);
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      await greedy(srv, { prompt: 'Once', max_tokens: 1 });
+      expect(await resident()).toBe(1);
+    }
+  });
+});

@@ -16,6 +16,14 @@ const RETOKENIZE_SLACK = 8;
  * the resident budget are spilled to disk (least recently used first) and come
  * back transparently on use; forks get a sequence on first use (residency.ts).
  */
+/** Contexts of an unloaded model, every one spilled to disk (ContextRegistry.suspend). */
+export interface SuspendedContexts {
+  contexts: KvContext[];
+  names: Array<[string, KvContext]>;
+  nextId: number;
+  spillDir: string;
+}
+
 export class ContextRegistry {
   private readonly byId = new Map<string, KvContext>();
   /** Named sessions (svc_session), per owner: sessionKey(owner, name). */
@@ -34,11 +42,36 @@ export class ContextRegistry {
     scheduler.onKvPressure(() => this.residency.spillIdle());
   }
 
-  /** The model is going: its contexts and their spill files go with it. */
+  /** The model is going for good (its file was deleted, or the server stops): its contexts and their spill files go with it. */
   dispose(): void {
     this.byId.clear();
     this.byName.clear();
     rmSync(this.spillDir, { recursive: true, force: true });
+  }
+
+  /**
+   * The model is being unloaded (keep_alive, memory) but its contexts stay, as
+   * the spec's contexts leave only by DELETE: every resident one is written to
+   * its spill file, which outlives this registry. Call after the scheduler drained.
+   */
+  async suspend(): Promise<SuspendedContexts> {
+    await this.scheduler.exclusive(() => this.residency.spillAll());
+    return { contexts: [...this.byId.values()], names: [...this.byName], nextId: this.nextId, spillDir: this.spillDir };
+  }
+
+  /**
+   * A new load of the model takes over what suspend() kept: the contexts, all on
+   * disk, come back on first use. Ids go on from where they were (a client's old
+   * id never names a newer context); other weights at the same path keep only that.
+   */
+  adopt(s: SuspendedContexts, sameWeights: boolean): void {
+    this.nextId = Math.max(this.nextId, s.nextId);
+    if (!sameWeights || s.spillDir !== this.spillDir) {
+      rmSync(s.spillDir, { recursive: true, force: true });
+      return;
+    }
+    for (const c of s.contexts) this.byId.set(c.id, c);
+    for (const [k, c] of s.names) this.byName.set(k, c);
   }
 
   list(owner: string): KvContext[] {

@@ -121,6 +121,11 @@ export class Residency {
     return true;
   }
 
+  /** Every resident context to disk (the model is unloading; none is busy). */
+  async spillAll(): Promise<void> {
+    for (const x of [...this.contexts()]) if (x.seq !== undefined) await this.spill(x);
+  }
+
   /** Lazy dependents keep pointing at c: its cells are unchanged, only stored elsewhere. */
   private async spill(c: KvContext): Promise<void> {
     mkdirSync(this.spillDir, { recursive: true });

@@ -6,7 +6,7 @@ import { EngineConfig } from '../engine-config';
 import { rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContextRegistry } from '../contexts/context-registry';
+import { ContextRegistry, SuspendedContexts } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
 import { useBackendSampling } from './backend-sampling';
@@ -35,7 +35,7 @@ const DEFAULT_CTX_CAP = 4096;
  * Concurrent first requests for the same model share one load. Models stay
  * resident per keep_alive and are unloaded least-recently-used when a new one
  * would not fit the memory budget; a model with running or queued requests is
- * never unloaded.
+ * never unloaded. An unloaded model's contexts wait on disk for its next load.
  */
 export class ModelManager {
   private readonly log = new Logger('models');
@@ -46,6 +46,8 @@ export class ModelManager {
   /** Loads run one at a time, so two never both decide they fit. */
   private loadChain: Promise<unknown> = Promise.resolve();
   private readonly reaper: NodeJS.Timeout;
+  /** Contexts of unloaded models, on disk until the file loads again (by path; see ContextRegistry.suspend). */
+  private readonly suspended = new Map<string, { hash: string; contexts: SuspendedContexts }>();
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -80,17 +82,19 @@ export class ModelManager {
     // unload() removes the promise from `loaded`, so this cannot spin on a live model.
     if (this.loaded.get(entry.path) !== p) return this.acquire(name, opts);
     lm.lastUsed = Date.now();
-    if (keepMs !== undefined) {
-      lm.keepAliveMs = keepMs;
-      lm.expiresAt = keepMs === Infinity ? undefined : new Date(lm.lastUsed + keepMs);
-    }
+    if (keepMs !== undefined) lm.keepAliveMs = keepMs;
+    // Any use renews the last keep_alive asked for (a local-runner request set it; /v1 and contexts use the model too).
+    lm.expiresAt = lm.keepAliveMs === Infinity ? undefined : new Date(lm.lastUsed + lm.keepAliveMs);
     return lm;
   }
 
   /** Frees the loaded copy of a file (after a delete), once its requests finish. */
   async unloadPath(path: string): Promise<void> {
     const p = this.loaded.get(path);
-    if (p) await this.unload(await p.catch(() => undefined));
+    if (p) await this.unload(await p.catch(() => undefined), false);
+    const kept = this.suspended.get(path);
+    this.suspended.delete(path);
+    if (kept) rmSync(kept.contexts.spillDir, { recursive: true, force: true });
   }
 
   /** Called for every model once it is loaded (metrics hook in here). */
@@ -123,12 +127,22 @@ export class ModelManager {
     return lm.scheduler.activeCount + lm.scheduler.queued > 0 || Date.now() - lm.lastUsed < IN_USE_GRACE_MS;
   }
 
-  private async unload(lm: LoadedModel | undefined): Promise<void> {
+  /** Frees a loaded model; its contexts go to disk for its next load unless the file itself is going. */
+  private async unload(lm: LoadedModel | undefined, keepContexts = true): Promise<void> {
     if (!lm || this.ready.get(lm.entry.path) !== lm) return;
     this.ready.delete(lm.entry.path);
     this.loaded.delete(lm.entry.path);
     await lm.scheduler.drain(); // new submits are refused; running ones finish
-    lm.contexts.dispose(); // contexts live in the model's KV cache: they go with it, spilled ones too
+    if (keepContexts) {
+      try {
+        this.suspended.set(lm.entry.path, { hash: lm.contentHash, contexts: await lm.contexts.suspend() });
+      } catch (err) {
+        this.log.warn(`could not write the contexts of ${lm.name} to disk (${(err as Error).message}): they are dropped`);
+        lm.contexts.dispose();
+      }
+    } else {
+      lm.contexts.dispose();
+    }
     lm.ctx.dispose();
     lm.native.dispose();
     this.log.log(`unloaded ${lm.name}`);
@@ -253,6 +267,9 @@ export class ModelManager {
     if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) this.log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
     const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', hash.slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
+    const kept = this.suspended.get(entry.path);
+    this.suspended.delete(entry.path);
+    if (kept) contexts.adopt(kept.contexts, kept.hash === hash);
     const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
     // acquire() checks `ready` to detect an unload; without this it re-acquires forever.
     lm.estimatedBytes = this.estimate(entry);
