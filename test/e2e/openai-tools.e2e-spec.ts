@@ -117,6 +117,24 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expectValidCall(await client.chat.completions.create({ ...body, parallel_tool_calls: false }));
   });
 
+  it('a call cut by max_tokens or a stop string is dropped, never sent with broken arguments; a cut answer says length', async () => {
+    const body = { model: '', messages: USER, tools: TOOLS, tool_choice: 'required' as const, max_tokens: 200, temperature: 0 };
+    const whole = await client.chat.completions.create({ ...body, parallel_tool_calls: true });
+    expect(whole.choices[0].message.tool_calls!.length).toBeGreaterThan(1);
+    // Half the tokens: the last call is cut, and never sent half-written.
+    const cut = await client.chat.completions.create({ ...body, parallel_tool_calls: true, max_tokens: Math.ceil(whole.usage!.completion_tokens / 2) });
+    expect(cut.choices[0].finish_reason).toBe('length');
+    const kept = (cut.choices[0].message.tool_calls ?? []) as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+    expect(kept.length).toBeLessThan(whole.choices[0].message.tool_calls!.length);
+    for (const c of kept) expect(validArgs[c.function.name](JSON.parse(c.function.arguments))).toBe(true);
+    // Every call holds a quote: the stop string ends the answer inside it.
+    const stopped = await client.chat.completions.create({ ...body, stop: ['"'] });
+    expect([stopped.choices[0].finish_reason, stopped.choices[0].message.tool_calls]).toEqual(['stop', undefined]);
+    const deltas: unknown[] = [];
+    for await (const chunk of await client.chat.completions.create({ ...body, stop: ['"'], stream: true })) deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
+    expect(deltas).toEqual([]);
+  });
+
   it('tool_choice none never calls', async () => {
     const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
     expect(r.choices[0].message.tool_calls).toBeUndefined();
@@ -182,7 +200,7 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     const auto = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 5, messages: prefill, tools, tool_choice: { type: 'auto' } });
     expect(auto.status).toBe(200);
     // An empty final assistant message is no prefill.
-    const empty = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 200, temperature: 0, messages: [...USER, { role: 'assistant', content: '' }], tools, tool_choice: { type: 'any' } });
+    const empty = await postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 200, temperature: 0, messages: [...USER, { role: 'assistant', content: '' }], tools, tool_choice: { type: 'any', disable_parallel_tool_use: true } });
     expect([empty.status, empty.json.stop_reason]).toEqual([200, 'tool_use']);
     // The chat dialect renders a final assistant message as history and answers in a new turn.
     expectValidCall(await client.chat.completions.create({ model: '', messages: prefill, tools: TOOLS, tool_choice: 'required', max_tokens: 200, temperature: 0 }));

@@ -144,8 +144,8 @@ export class Sequence {
     if (this.spec.toolParser) {
       const parsed = this.spec.toolParser.parse(this.rawText, false);
       this.emitContent(parsed.content);
-      // Cut by max_tokens: a call still being written is dropped, never sent with broken arguments.
-      const complete = reason === 'length' ? parsed.toolCalls.filter((c) => isJson(c.arguments)) : parsed.toolCalls;
+      // Cut by max_tokens or a stop string: a call still being written is dropped, never sent with broken arguments.
+      const complete = parsed.toolCalls.filter((c) => isJson(c.arguments));
       if (complete.length > 0) {
         const calls: ToolCallEvent[] = complete.map((c, index) => ({
           index,
@@ -154,7 +154,8 @@ export class Sequence {
           arguments: compactJson(c.arguments),
         }));
         this.channel.push({ type: 'tool_calls', calls });
-        finishReason = 'tool_calls';
+        // Cut by max_tokens, the answer says so even with calls in it: more may have followed.
+        if (reason !== 'length') finishReason = 'tool_calls';
       }
     }
     // Tokens that only wrote the stop string keep their logprobs out too, as their text.
