@@ -135,6 +135,24 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(deltas).toEqual([]);
   });
 
+  it('json_object (and the local runner\'s format "json") with tools: the answer is a JSON object or a call, never free text', async () => {
+    // Text, when there is no call, is a JSON object: whole when the answer stopped, its start when max_tokens cut it.
+    const check = (text: string, calls: number, finish: string) => {
+      if (calls > 0) return;
+      if (finish === 'length') expect(text.trimStart().startsWith('{')).toBe(true);
+      else expect(typeof JSON.parse(text)).toBe('object');
+    };
+    const finishes: string[] = [];
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, response_format: { type: 'json_object' }, temperature: 1, seed, max_tokens: 200 });
+      check(r.choices[0].message.content ?? '', r.choices[0].message.tool_calls?.length ?? 0, r.choices[0].finish_reason);
+      const o = await postJson(`${srv.url}/api/chat`, { model: '', messages: USER, tools: TOOLS, format: 'json', stream: false, options: { temperature: 1, seed, num_predict: 200 } });
+      check(o.json.message.content, o.json.message.tool_calls?.length ?? 0, o.json.done_reason);
+      finishes.push(r.choices[0].finish_reason, o.json.done_reason);
+    }
+    expect(finishes).toContain('stop');
+  });
+
   it('tool_choice none never calls', async () => {
     const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
     expect(r.choices[0].message.tool_calls).toBeUndefined();

@@ -54,7 +54,9 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
         addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
         continueFinalMessage: prompt.continueFinal ?? false,
         templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
-        jsonSchema: withTools && constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : undefined,
+        // The template's tool grammar takes over sampling: a JSON answer is one of its branches
+        // (json_object / format "json" is the object schema, as engine.service samples it alone).
+        jsonSchema: !withTools ? undefined : constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : constraint.kind === 'json' ? '{"type":"object"}' : undefined,
       });
     } catch (err) {
       throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
