@@ -153,6 +153,16 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(finishes).toContain('stop');
   });
 
+  it('/api/chat continues a final assistant message (a prefill), as /v1/messages does', async () => {
+    const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello' }];
+    const o = await postJson(`${srv.url}/api/chat`, { model: '', messages, stream: false, options: { temperature: 0, num_predict: 5 } });
+    const m = await postJson(`${srv.url}/v1/messages`, { model: '', messages, max_tokens: 5, temperature: 0 });
+    expect(o.json.prompt_eval_count).toBe(m.json.usage.input_tokens + (m.json.usage.cache_read_input_tokens ?? 0));
+    expect(o.json.message.content).toBe(m.json.content[0].text);
+    const closed = await postJson(`${srv.url}/api/chat`, { model: '', messages: [...messages, { role: 'user', content: 'and?' }], stream: false, options: { temperature: 0, num_predict: 1 } });
+    expect(closed.json.prompt_eval_count).toBeGreaterThan(o.json.prompt_eval_count);
+  });
+
   it('tool_choice none never calls', async () => {
     const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
     expect(r.choices[0].message.tool_calls).toBeUndefined();

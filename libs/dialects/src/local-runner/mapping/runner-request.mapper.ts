@@ -39,7 +39,11 @@ export function generateToCore(d: GenerateRequestDto, scope: RequestScope = {}):
 export function chatToCore(d: ChatRequestDto, scope: RequestScope = {}): GenerationRequest {
   checkMessages(d.messages as Array<{ role?: unknown }>);
   const tools = d.tools?.map(toCoreTool);
-  return base(d, { kind: 'chat', messages: toCoreMessages(d.messages), tools, parallelToolCalls: false }, scope);
+  const messages = toCoreMessages(d.messages);
+  // A final assistant message with text is a prefill the reply continues, as the local runner's templates leave it open.
+  const last = messages[messages.length - 1];
+  const continueFinal = last?.role === 'assistant' && !last.tool_calls?.length && typeof last.content === 'string' && last.content !== '';
+  return base(d, { kind: 'chat', messages, tools, parallelToolCalls: false, continueFinal }, scope);
 }
 
 function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, scope: RequestScope): GenerationRequest {
