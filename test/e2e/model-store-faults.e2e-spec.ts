@@ -42,6 +42,10 @@ describe('model store faults', () => {
     reg.addRaw('library/garbage:latest', 'this is not json{');
     // Says the blob is longer than it is: the download meets the end (416) before the size.
     reg.addRaw('library/short:latest', manifest([{ ...layer, size: weights.length + 1000 }]));
+    // Says the blob is shorter than what the registry sends: svc stops at the declared size.
+    reg.addRaw('library/long:latest', manifest([{ ...layer, size: 1000 }]));
+    // A manifest of 5 MiB: it was read whole into memory (one of gigabytes took the server down).
+    reg.addRaw('library/huge:latest', JSON.stringify({ ...manifest([layer]), padding: 'x'.repeat(5 << 20) }));
     srv = await startServer(['-threads', '2', '-store', store], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')), SVC_REGISTRY_SCHEME: 'http' } });
   });
   afterAll(async () => {
@@ -56,6 +60,8 @@ describe('model store faults', () => {
       ['nullayer', /the registry sent a layer without a sha256 digest: null$/],
       ['garbage', /sent something that is not JSON$/],
       ['short', /the registry answered 416 Range Not Satisfiable$/],
+      ['long', /the registry sent more bytes than the 1000 the manifest declares$/],
+      ['huge', /the manifest from 127\.0\.0\.1:\d+ is larger than 4194304 bytes$/],
     ];
     for (const [name, message] of cases) {
       const t0 = Date.now();
@@ -72,6 +78,7 @@ describe('model store faults', () => {
     const tags = (await (await fetch(`${srv.url}/api/tags`)).json()) as { models: unknown[] };
     expect(tags.models).toEqual([]);
     expect(blobs()).toEqual([]);
+    expect(readdirSync(join(store, 'partial')).filter((f) => f.includes('part'))).toEqual([]);
   });
 
   it('wrong types and bad URLs are 400s', async () => {

@@ -25,6 +25,8 @@ export interface BlobJob {
   /** Called between download and rename, for the "verifying sha256 digest" status. */
   onVerify?: () => void;
   signal?: AbortSignal;
+  /** How long a body may bring no byte before it is dropped and resumed (default STALL_MS). */
+  stallMs?: number;
 }
 
 /**
@@ -38,17 +40,14 @@ export async function downloadBlob(job: BlobJob): Promise<string> {
   mkdirSync(job.partialDir, { recursive: true });
   const hex = job.digest?.slice('sha256:'.length);
   const total = job.size ?? 0;
-  const nParts = total > PARALLEL_THRESHOLD ? PARTS : 1;
-  const span = Math.ceil(total / nParts);
-  const parts = Array.from({ length: nParts }, (_, i) => ({
-    file: join(job.partialDir, `${job.key}.part${i}`),
-    start: i * span,
-    end: nParts === 1 ? undefined : Math.min(total, (i + 1) * span) - 1,
-  }));
-  const done = parts.map((p) => sizeOf(p.file));
-  const report = () => job.onProgress(done.reduce((a, b) => a + b, 0), total);
-  report();
-  await Promise.all(parts.map((p, i) => fetchPart(job, p, (n) => ((done[i] = n), report()))));
+  let parts: Part[];
+  try {
+    parts = await fetchParts(job, total > PARALLEL_THRESHOLD ? PARTS : 1);
+  } catch (err) {
+    if (!(err instanceof NoRanges)) throw err;
+    // A server without byte ranges (a plain web server): one download from the start.
+    parts = await fetchParts(job, 1);
+  }
   job.onVerify?.();
   const joined = join(job.partialDir, `${job.key}.joined`);
   const got = await joinAndHash(parts.map((p) => p.file), joined);
@@ -71,6 +70,52 @@ interface Part {
 /** A reply that cannot succeed by asking again: the pull fails at once. */
 class Permanent extends PullError {}
 
+/** The server answers ranged requests with the whole file. */
+class NoRanges extends Permanent {
+  constructor() {
+    super('the registry does not serve byte ranges', 502);
+  }
+}
+
+/** A body that brings no byte for this long is a stalled connection: it is dropped and resumed. */
+export const STALL_MS = 60_000;
+
+/** Fetches the blob as `nParts` ranges; the first part to fail stops the others (a failed pull downloads nothing more). */
+async function fetchParts(job: BlobJob, nParts: number): Promise<Part[]> {
+  const total = job.size ?? 0;
+  const span = Math.ceil(total / nParts);
+  const parts = Array.from({ length: nParts }, (_, i) => ({
+    file: join(job.partialDir, nParts === 1 ? `${job.key}.part0` : `${job.key}.part${i}`),
+    start: i * span,
+    end: nParts === 1 ? undefined : Math.min(total, (i + 1) * span) - 1,
+  }));
+  if (nParts === 1) for (let i = 1; i < PARTS; i++) tryUnlink(join(job.partialDir, `${job.key}.part${i}`));
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  job.signal?.addEventListener('abort', onAbort);
+  const done = parts.map((p) => sizeOf(p.file));
+  const report = () => job.onProgress(done.reduce((a, b) => a + b, 0), total);
+  report();
+  let first: unknown;
+  // Settled, not raced: no part may still be writing when the caller retries or cleans up.
+  await Promise.allSettled(
+    parts.map((p, i) =>
+      fetchPart({ ...job, signal: stop.signal }, p, (n) => ((done[i] = n), report())).catch((err) => {
+        first ??= err;
+        stop.abort();
+      }),
+    ),
+  );
+  job.signal?.removeEventListener('abort', onAbort);
+  if (first !== undefined) {
+    if (first instanceof NoRanges) for (const p of parts) tryUnlink(p.file);
+    throw first;
+  }
+  // A zero-byte blob (or part) brings no body: its file still has to exist to be joined.
+  for (const p of parts) closeSync(openSync(p.file, 'a'));
+  return parts;
+}
+
 async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void): Promise<void> {
   const label = job.digest?.slice(0, 19) ?? 'the file';
   const want = p.end === undefined ? job.size : p.end - p.start + 1;
@@ -87,12 +132,17 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       const from = p.start + have;
       const range: Record<string, string> = from > 0 || p.end !== undefined ? { range: `bytes=${from}-${p.end ?? ''}` } : {};
       const r = await job.get(range, job.signal);
-      if (r.status === 200 && from > 0) {
-        // The server ignored the range: only the first part can start over.
+      if (r.status === 200 && (from > 0 || p.end !== undefined)) {
+        // The server ignored the range: a whole-file download can start over, a part cannot.
         await r.body?.cancel();
-        if (p.start > 0) throw new Permanent('the registry does not serve byte ranges', 502);
+        if (p.end !== undefined) throw new NoRanges();
         tryUnlink(p.file);
         throw new Error('the registry ignored the range; starting over');
+      }
+      if (r.status === 416 && want === undefined && have > 0) {
+        // Size unknown and the connection dropped after the last byte: nothing is left to send.
+        await r.body?.cancel();
+        return;
       }
       if (r.status !== 200 && r.status !== 206) {
         await r.body?.cancel();
@@ -100,10 +150,9 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
         const e = `download of ${label}: the registry answered ${r.status} ${r.statusText}`;
         throw r.status >= 500 || r.status === 408 || r.status === 429 ? new Error(e) : new Permanent(e, 502);
       }
-      await appendBody(r, p.file, have, progress);
+      await appendBody(r, p.file, have, progress, want, job.stallMs ?? STALL_MS);
       const now = sizeOf(p.file);
       if (want === undefined || now === want) return;
-      if (now > want) throw new Error(`the registry sent ${now - want} bytes more than the blob holds`);
       if (now > have) {
         failures = 0;
         continue;
@@ -120,17 +169,27 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
   }
 }
 
-/** Appends the response body to the part file, fsyncing as it goes so a crash loses little. */
-async function appendBody(r: Response, file: string, have: number, progress: (have: number) => void): Promise<void> {
+/**
+ * Appends the response body to the part file, fsyncing as it goes so a crash
+ * loses little. Never past `want` bytes (a registry sending more than the
+ * manifest declares would fill the disk): the part is deleted and the pull fails.
+ */
+async function appendBody(r: Response, file: string, have: number, progress: (have: number) => void, want: number | undefined, stallMs: number): Promise<void> {
   if (!r.body) return;
   const fd = openSync(file, 'a');
   let n = have;
   let sinceSync = 0;
+  let over = false;
   try {
     const reader = r.body.getReader();
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, stallMs);
       if (done) break;
+      if (want !== undefined && n + value.length > want) {
+        over = true;
+        await reader.cancel().catch(() => undefined);
+        break;
+      }
       let off = 0;
       while (off < value.length) off += writeSync(fd, value, off, value.length - off);
       n += value.length;
@@ -144,6 +203,26 @@ async function appendBody(r: Response, file: string, have: number, progress: (ha
   } finally {
     fsyncSync(fd);
     closeSync(fd);
+  }
+  if (over) {
+    tryUnlink(file);
+    throw new Permanent(`the registry sent more bytes than the ${want} the manifest declares`, 502);
+  }
+}
+
+/** One read, or an error once `ms` pass without a byte (the reader is cancelled, so the request resumes). */
+async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void reader.cancel().catch(() => undefined);
+      reject(new Error(`no bytes for ${ms / 1000} s`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([reader.read(), stalled]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -24,11 +24,11 @@ export class RegistryClient {
     private readonly opts: { insecure?: boolean; env?: NodeJS.ProcessEnv } = {},
   ) {}
 
-  /** https://<host>, or http:// for registries named in SVC_INSECURE_REGISTRIES or when SVC_REGISTRY_SCHEME=http (tests). */
+  /** https://<host>, or http:// with `insecure` (as the local runner), for registries named in SVC_INSECURE_REGISTRIES, or when SVC_REGISTRY_SCHEME=http (tests). */
   get baseUrl(): string {
     const env = this.opts.env ?? process.env;
     const insecure = (env.SVC_INSECURE_REGISTRIES ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-    const scheme = env.SVC_REGISTRY_SCHEME === 'http' || insecure.includes(this.ref.host) ? 'http' : 'https';
+    const scheme = this.opts.insecure || env.SVC_REGISTRY_SCHEME === 'http' || insecure.includes(this.ref.host) ? 'http' : 'https';
     const host = isHuggingFace(this.ref) ? 'hf.co' : this.ref.host;
     return `${scheme}://${host}`;
   }
@@ -41,10 +41,11 @@ export class RegistryClient {
     const url = `${this.baseUrl}/v2/${this.repo}/manifests/${this.ref.tag}`;
     const r = await this.fetch(url, { headers: { accept: MEDIA_MANIFEST }, signal });
     if (r.status === 404) throw new PullError(`pull model manifest: file does not exist (${this.repo}:${this.ref.tag} on ${this.ref.host})`, 404);
-    if (!r.ok) throw new PullError(`pull model manifest: ${this.ref.host} answered ${r.status}: ${(await r.text()).slice(0, 200)}`, 502);
+    if (!r.ok) throw new PullError(`pull model manifest: ${this.ref.host} answered ${r.status}: ${(await readCapped(r, 4096, 'the error')).slice(0, 200)}`, 502);
+    const text = await readCapped(r, MAX_REGISTRY_JSON, 'the manifest');
     let m: Manifest;
     try {
-      m = (await r.json()) as Manifest;
+      m = JSON.parse(text) as Manifest;
     } catch {
       throw new PullError(`pull model manifest: ${this.ref.host} sent something that is not JSON`, 502);
     }
@@ -77,11 +78,35 @@ export class RegistryClient {
     if (c.scope) u.searchParams.set('scope', c.scope);
     const r = await reach(u.href, { signal });
     if (!r.ok) throw new PullError(`token request to ${u.host} answered ${r.status}`, 502);
-    const body = (await r.json().catch(() => undefined)) as { token?: unknown; access_token?: unknown } | undefined;
+    let body: { token?: unknown; access_token?: unknown } | undefined;
+    try {
+      body = JSON.parse(await readCapped(r, MAX_REGISTRY_JSON, 'the token answer'));
+    } catch (err) {
+      if (err instanceof PullError) throw err;
+    }
     const t = body?.token ?? body?.access_token;
     if (typeof t !== 'string' || !t) throw new PullError(`token request to ${u.host} returned no token`, 502);
     return t;
   }
+}
+
+/** Manifests and token answers are a few KiB; a registry sending more is faulty (it was read whole into memory). */
+export const MAX_REGISTRY_JSON = 4 * 1024 * 1024;
+
+/** A response body as text, refused (502) past `max` bytes without reading on. */
+export async function readCapped(r: Response, max: number, what: string): Promise<string> {
+  if (!r.body) return '';
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+    n += chunk.length;
+    if (n > max) {
+      await r.body.cancel().catch(() => undefined);
+      throw new PullError(`${what} from ${new URL(r.url || 'http://registry').host} is larger than ${max} bytes`, 502);
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** fetch, with an unreachable host (refused, DNS, TLS) as the 502 it is rather than a TypeError. */

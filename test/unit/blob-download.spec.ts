@@ -1,0 +1,119 @@
+/**
+ * downloadBlob against real HTTP servers on 127.0.0.1 that misbehave: no byte ranges,
+ * more bytes than declared, an empty blob, a 416 after the last byte, a stalled body.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BlobJob, downloadBlob, PARALLEL_THRESHOLD } from '../../libs/store/src/pull/blob-download';
+
+jest.setTimeout(60_000);
+
+const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function serve(fn: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; server: Server; requests: Array<string | undefined> }> {
+  const requests: Array<string | undefined> = [];
+  const server = createServer((req, res) => {
+    requests.push(req.headers.range as string | undefined);
+    fn(req, res);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/blob`, server, requests };
+}
+
+function job(url: string, dir: string, data: { digest?: string; size?: number }, more: Partial<BlobJob> = {}): BlobJob {
+  return {
+    ...data,
+    key: 'k',
+    partialDir: join(dir, 'partial'),
+    dest: (h) => join(dir, `sha256-${h}`),
+    get: (headers, signal) => fetch(url, { headers, signal }),
+    onProgress: () => undefined,
+    ...more,
+  };
+}
+
+describe('downloadBlob', () => {
+  const servers: Server[] = [];
+  afterAll(() => servers.forEach((s) => (s.closeAllConnections(), s.close())));
+  const start = async (fn: (req: IncomingMessage, res: ServerResponse) => void) => {
+    const s = await serve(fn);
+    servers.push(s.server);
+    return s;
+  };
+
+  it('falls back to one download from a server without byte ranges, and downloads nothing more', async () => {
+    const data = Buffer.alloc(PARALLEL_THRESHOLD + 4096, 7);
+    const s = await start((_req, res) => res.writeHead(200, { 'content-length': data.length }).end(data));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const got = await downloadBlob(job(s.url, dir, { digest: `sha256:${hex(data)}`, size: data.length }));
+    expect(got).toBe(hex(data));
+    expect(readFileSync(join(dir, `sha256-${got}`)).equals(data)).toBe(true);
+    // The four ranged tries, then one plain download; no part went on downloading after the refusal.
+    expect(s.requests.filter((r) => r === undefined)).toHaveLength(1);
+    expect(s.requests.length).toBeLessThanOrEqual(5);
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  it('stops at the declared size: a server sending more fails the pull at once and leaves no part', async () => {
+    const s = await start((_req, res) => {
+      res.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      let sent = 0;
+      const more = () => {
+        if (res.destroyed || sent > 50 << 20) return void res.end();
+        sent += chunk.length;
+        res.write(chunk, more);
+      };
+      more();
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const t0 = Date.now();
+    await expect(downloadBlob(job(s.url, dir, { digest: `sha256:${'0'.repeat(64)}`, size: 1000 }))).rejects.toThrow('the registry sent more bytes than the 1000 the manifest declares');
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(s.requests).toHaveLength(1);
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  it('pulls an empty blob', async () => {
+    const s = await start((_req, res) => res.writeHead(200, { 'content-length': 0 }).end());
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const empty = hex(Buffer.alloc(0));
+    expect(await downloadBlob(job(s.url, dir, { digest: `sha256:${empty}`, size: 0 }))).toBe(empty);
+    expect(existsSync(join(dir, `sha256-${empty}`))).toBe(true);
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  it('a file of unknown size already whole in its part: the 416 for the next byte completes it', async () => {
+    const data = Buffer.from('GGUF and the rest of a small file');
+    const s = await start((_req, res) => res.writeHead(416, { 'content-range': `bytes */${data.length}` }).end());
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const j = job(s.url, dir, {});
+    mkdirSync(j.partialDir, { recursive: true });
+    writeFileSync(join(j.partialDir, 'k.part0'), data);
+    expect(await downloadBlob(j)).toBe(hex(data));
+    expect(s.requests).toEqual([`bytes=${data.length}-`]);
+  });
+
+  it('a body that stalls is dropped and resumed where it stopped', async () => {
+    const data = Buffer.alloc(100_000, 3);
+    let first = true;
+    const s = await start((req, res) => {
+      const from = Number(/bytes=(\d+)-/.exec(String(req.headers.range ?? ''))?.[1] ?? 0);
+      const body = data.subarray(from);
+      res.writeHead(from ? 206 : 200, { 'content-length': body.length });
+      if (first) {
+        first = false;
+        res.write(body.subarray(0, 40_000)); // then nothing: the connection stays open
+        return;
+      }
+      res.end(body);
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    expect(await downloadBlob(job(s.url, dir, { digest: `sha256:${hex(data)}`, size: data.length }, { stallMs: 300 }))).toBe(hex(data));
+    expect(s.requests).toEqual([undefined, 'bytes=40000-']);
+  });
+});
