@@ -87,6 +87,10 @@ describe('model store faults', () => {
     expect((await pull('x', { stream: 'false' })).json).toEqual({ error: 'cannot parse request: stream must be a boolean' });
     expect((await call(`${srv.url}/api/pull`, 'POST', 'null')).json).toEqual({ error: 'cannot parse request: the body must be a JSON object' });
     expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: 123 })).json).toEqual({ error: 'cannot parse request: model must be a string' });
+    for (const [path, method, body] of [['/api/copy', 'POST', { source: 'nope', destination: 'x' }], ['/api/delete', 'DELETE', { model: 'nope' }]] as const) {
+      const r = await call(`${srv.url}${path}`, method, body);
+      expect([r.status, r.json.error]).toEqual([404, expect.stringMatching(/^no model named nope; available: /)]);
+    }
     const url = await pull('http://');
     expect(url.status).toBe(400);
     expect(url.json.error).toMatch(/http:\/\/ is not a URL$/);
@@ -131,8 +135,13 @@ describe('model store faults', () => {
       expect((await pull(page.url)).status).toBe(200);
       expect((await pull(tiny)).status).toBe(200);
       const before = blobs().length;
+      // Loaded under the name the copy replaces: those weights are then named by nothing and go.
+      expect((await postJson(`${srv.url}/api/generate`, { model: 'other', prompt: 'x', stream: false, options: { num_predict: 1 } })).status).toBe(200);
+      const loaded = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models.map((m: any) => m.digest);
+      const [replaced] = await loaded();
       expect((await call(`${srv.url}/api/copy`, 'POST', { source: tiny, destination: 'other' })).status).toBe(200);
       expect(blobs().length).toBe(before - 1);
+      expect(await loaded()).not.toContain(replaced);
     } finally {
       await page.stop();
     }

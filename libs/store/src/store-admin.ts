@@ -1,9 +1,10 @@
-import { copyFileSync, existsSync, mkdirSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
+import { copyFile, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError, InvalidRequestError, ModelNotFoundError } from '../../engine/src/core/errors';
 import { sha256File } from '../../engine/src/models/file-hash';
-import { fsyncFile, renameDurable } from './atomic-file';
-import { CatalogEntry, ModelCatalog } from './catalog';
+import { renameDurable } from './atomic-file';
+import { CatalogEntry, ModelCatalog, notFoundMessage } from './catalog';
 import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from './manifest-store';
 import { displayName, parseModelRef } from './model-ref';
 import { sameModel } from './model-names';
@@ -29,16 +30,16 @@ export class StoreAdmin {
   async copy(source: string, destination: string): Promise<string> {
     const dst = parseModelRef(destination); // refuse a hostile name before anything else
     const src = this.catalog.list().find((e) => sameModel(e.name, String(source ?? '')));
-    if (!src) throw new ModelNotFoundError(`model "${source}" not found`);
+    if (!src) throw new ModelNotFoundError(notFoundMessage(String(source ?? ''), this.catalog.list()));
     let manifest: Manifest;
     if (src.manifest && !src.name.includes('+')) {
       const from = src.source === 'ollama' ? this.catalog.ollama! : this.store;
-      for (const l of allLayers(src.manifest)) if (!this.store.hasBlob(l)) this.importBlob(from.blobPath(l.digest), l.digest);
+      for (const l of allLayers(src.manifest)) if (!this.store.hasBlob(l)) await this.importBlob(from.blobPath(l.digest), l.digest);
       manifest = src.manifest;
     } else if (!src.manifest) {
       const hex = await sha256File(src.path);
       const layer: Layer = { mediaType: MEDIA_MODEL, digest: `sha256:${hex}`, size: src.sizeBytes };
-      if (!this.store.hasBlob(layer)) this.importBlob(src.path, layer.digest);
+      if (!this.store.hasBlob(layer)) await this.importBlob(src.path, layer.digest);
       manifest = { schemaVersion: 2, mediaType: MEDIA_MANIFEST, layers: [layer] };
     } else {
       throw new InvalidRequestError(`${src.name} is an adapter entry; copy ${src.name.split('+')[1]} instead`);
@@ -57,20 +58,28 @@ export class StoreAdmin {
       this.store.remove(own);
       return hit ?? ({ name: own.name, path: '' } as CatalogEntry);
     }
-    if (!hit) throw new ModelNotFoundError(`model '${want}' not found`);
+    if (!hit) throw new ModelNotFoundError(notFoundMessage(want, this.catalog.list()));
     if (hit.source === 'ollama') throw new ReadOnlyStoreError(hit.name);
     if (hit.source === 'file') throw new InvalidRequestError(`${hit.name} is the -m file, not a store model; svc does not delete it`);
     unlinkSync(hit.path); // a flat .gguf in svc's store folder
     return hit;
   }
 
-  /** Copies a file into blobs/ via partial/, so a crash leaves no half blob visible. */
-  private importBlob(from: string, digest: string): void {
+  /**
+   * Copies a file into blobs/ via partial/, so a crash leaves no half blob visible.
+   * Off the event loop: a multi-GB copy and its fsync held every other request.
+   */
+  private async importBlob(from: string, digest: string): Promise<void> {
     if (!existsSync(from)) throw new ModelNotFoundError(`blob ${digest} is missing from the source store`);
     mkdirSync(this.store.partialDir, { recursive: true });
     const tmp = join(this.store.partialDir, `${digest.replace(':', '-')}.copy`);
-    copyFileSync(from, tmp);
-    fsyncFile(tmp);
+    await copyFile(from, tmp);
+    const fh = await open(tmp, 'r+');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     renameDurable(tmp, this.store.blobPath(digest));
   }
 }

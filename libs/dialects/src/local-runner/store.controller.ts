@@ -77,6 +77,8 @@ export class StoreController {
       throw new InvalidRequestError('copy needs source and destination');
     }
     await this.admin.copy(body.source, body.destination);
+    // A copy onto a loaded name leaves its old weights named by nothing.
+    await this.freeUnlisted();
   }
 
   @Delete('delete')
@@ -84,17 +86,29 @@ export class StoreController {
     this.guard(req);
     const body = jsonObject(raw);
     const gone = this.admin.delete(nameField(body));
-    // A copy shares its blob with the original: the weights stay loaded (and their contexts
-    // kept) while any listed name still refers to them.
-    if (!gone.path || this.catalog.list().some((e) => e.path === gone.path)) return;
-    await this.models.unloadPath(gone.path);
+    if (gone.path) await this.models.unloadPath(gone.path, this.listedPaths());
+    await this.freeUnlisted();
+  }
+
+  /**
+   * Loaded weights that no listed name refers to any more go, with their contexts.
+   * A copy shares its blob with the original: those stay loaded (and their contexts
+   * kept) while any listed name still refers to them.
+   */
+  private async freeUnlisted(): Promise<void> {
+    const listed = this.listedPaths();
+    for (const lm of await this.models.resident()) await this.models.unloadPath(lm.entry.path, listed);
     const boot = this.moduleRef.get(BootState, { strict: false });
-    if (boot?.model?.entry.path === gone.path) {
-      // /healthz reported the deleted model: it reports the next default, or the no-model state.
+    if (boot?.model && !listed.has(boot.model.entry.path)) {
+      // /healthz reported those weights: it reports the next default, or the no-model state.
       boot.model = undefined;
       boot.state = 'loading';
       this.afterPull(true);
     }
+  }
+
+  private listedPaths(): Set<string> {
+    return new Set(this.catalog.list().map((e) => e.path));
   }
 
   @Post(['push', 'create', 'blobs/:digest'])

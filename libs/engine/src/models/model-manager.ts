@@ -88,8 +88,9 @@ export class ModelManager {
     return lm;
   }
 
-  /** Frees the loaded copy of a file (after a delete), once its requests finish. */
-  async unloadPath(path: string): Promise<void> {
+  /** Frees the loaded copy of a file no listed name refers to (after a delete or copy), once its requests finish; its contexts go with it. */
+  async unloadPath(path: string, listed: Set<string>): Promise<void> {
+    if (listed.has(path)) return;
     const p = this.loaded.get(path);
     if (p) await this.unload(await p.catch(() => undefined), false);
     const kept = this.suspended.get(path);
