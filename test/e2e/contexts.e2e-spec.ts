@@ -192,6 +192,11 @@ describe('KV-cache contexts', () => {
     expect(missing.json.error.message).toBe('no such context on this model: ctx_99999');
     const unknownModel = await getJson(`${srv.url}/v1/contexts?model=nope`);
     expect(unknownModel.status).toBe(404);
+    // A short context is not replaced by a prompt that does not start with it (the slack for a
+    // re-tokenized end is at most half the context).
+    const other = await postJson(`${srv.url}/v1/completions`, { prompt: 'Lily had a dog', max_tokens: 1, svc_session: ctx.id });
+    expect([other.status, other.json.error.message]).toEqual([400, `svc_session ${ctx.id} holds ${ctx.tokens} tokens and the prompt diverges from it at token 1`]);
+    expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}`)).json.tokens).toBe(ctx.tokens);
     expect((await fetch(`${srv.url}/v1/contexts/${ctx.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}`)).status).toBe(404);
   });

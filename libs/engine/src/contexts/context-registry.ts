@@ -7,15 +7,12 @@ import { ContextBusyError, ContextCapacityError, ContextNotFoundError } from './
 import { KvContext } from './kv-context';
 import { Residency } from './residency';
 
-/** Tokens at the end of a context that a new prompt may re-tokenize differently. */
+/**
+ * Tokens at the end of a context that a new prompt may re-tokenize differently;
+ * a short context keeps at least its first half (else any prompt replaced one of 8 tokens).
+ */
 const RETOKENIZE_SLACK = 8;
 
-/**
- * The contexts of one loaded model. Every KV operation runs through the
- * scheduler's exclusive() so it never overlaps a decode step. Contexts beyond
- * the resident budget are spilled to disk (least recently used first) and come
- * back transparently on use; forks get a sequence on first use (residency.ts).
- */
 /** Contexts of an unloaded model, every one spilled to disk (ContextRegistry.suspend). */
 export interface SuspendedContexts {
   contexts: KvContext[];
@@ -24,6 +21,12 @@ export interface SuspendedContexts {
   spillDir: string;
 }
 
+/**
+ * The contexts of one loaded model. Every KV operation runs through the
+ * scheduler's exclusive() so it never overlaps a decode step. Contexts beyond
+ * the resident budget are spilled to disk (least recently used first) and come
+ * back transparently on use; forks get a sequence on first use (residency.ts).
+ */
 export class ContextRegistry {
   private readonly byId = new Map<string, KvContext>();
   /** Named sessions (svc_session), per owner: sessionKey(owner, name). */
@@ -229,7 +232,8 @@ export class ContextRegistry {
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
-    if (!opts.dropDivergent && (n < c.tokens.length - RETOKENIZE_SLACK || (n < c.tokens.length && prompt.length <= n))) {
+    const slack = Math.min(RETOKENIZE_SLACK, Math.floor(c.tokens.length / 2));
+    if (!opts.dropDivergent && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
