@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
@@ -87,10 +87,25 @@ describe('context spilling: beyond -context-slots', () => {
     expect(kids.json.data[0]).toMatchObject({ parent: c.id, tokens: c.tokens });
   });
 
-  it('removes the spill folder when the server stops', async () => {
+  it('removes the spill folder when the server stops, and a killed server\'s folder when the next one starts', async () => {
     expect(spillFiles(srv).length).toBeGreaterThan(0);
     await srv.stop();
     expect(existsSync(join(tmpdir(), `svc-${srv.proc.pid}`))).toBe(false);
+    const killed = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
+    const ctx = await postJson(`${killed.url}/v1/contexts`, { prompt: STORY });
+    expect(ctx.status).toBe(201);
+    // Spilled by hand: a folder as a SIGKILL leaves it.
+    mkdirSync(join(tmpdir(), `svc-${killed.proc.pid}`, 'spill', 'x'), { recursive: true });
+    writeFileSync(join(tmpdir(), `svc-${killed.proc.pid}`, 'spill', 'x', 'ctx_1.kv'), 'state');
+    killed.proc.kill('SIGKILL');
+    await new Promise((r) => killed.proc.once('exit', r));
+    expect(existsSync(join(tmpdir(), `svc-${killed.proc.pid}`))).toBe(true);
+    const next = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
+    try {
+      expect(existsSync(join(tmpdir(), `svc-${killed.proc.pid}`))).toBe(false);
+    } finally {
+      await next.stop();
+    }
   });
 });
 

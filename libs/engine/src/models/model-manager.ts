@@ -3,7 +3,7 @@ import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry, SuspendedContexts } from '../contexts/context-registry';
@@ -56,6 +56,7 @@ export class ModelManager {
   ) {
     this.reaper = setInterval(() => void this.reapExpired(), REAP_EVERY_MS);
     this.reaper.unref();
+    removeDeadSpills();
   }
 
   /** Bytes resident models may take together. */
@@ -310,4 +311,31 @@ const DEFAULT_STREAM_MS = 2;
 function envInt(name: string, env: NodeJS.ProcessEnv = process.env): number | undefined {
   const v = Number(env[name]);
   return env[name] !== undefined && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+/**
+ * Spill folders ($TMPDIR/svc-<pid>) of svc processes that died without their
+ * shutdown (SIGKILL, a crash): nothing will read them again.
+ */
+function removeDeadSpills(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^svc-(\d+)$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || alive(pid)) continue;
+    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // someone else's process: not ours to judge
+  }
 }
