@@ -135,6 +135,29 @@ describe('blob pins', () => {
   });
 });
 
+describe('names that differ in case only', () => {
+  it('are one model: writing `Mine` replaces `mine`, and one delete removes it', () => {
+    const root = mkdtempSync(join(tmpdir(), 'svc-case-'));
+    const store = new ManifestStore(root, true);
+    const blob = (text: string) => {
+      const data = Buffer.from(text);
+      mkdirSync(store.blobsDir, { recursive: true });
+      writeFileSync(store.blobPath(sha256(data)), data);
+      return { mediaType: 'application/vnd.ollama.image.model', digest: sha256(data), size: data.length };
+    };
+    const a = blob('first weights');
+    const b = blob('second weights');
+    store.writeManifest(parseModelRef('mine'), { schemaVersion: 2, mediaType: 'x', layers: [a] });
+    store.writeManifest(parseModelRef('Mine'), { schemaVersion: 2, mediaType: 'x', layers: [b] });
+    expect(store.list().map((m) => [m.name, m.manifest.layers[0].digest])).toEqual([['Mine:latest', b.digest]]);
+    expect(existsSync(store.blobPath(a.digest))).toBe(false);
+    store.writeManifest(parseModelRef('MINE:Latest'), { schemaVersion: 2, mediaType: 'x', layers: [b] });
+    expect(store.list()).toHaveLength(1);
+    store.remove(store.find('mine')!);
+    expect(store.list()).toEqual([]);
+  });
+});
+
 describe('the -m file', () => {
   it('is looked at again (size, modification time) at most once per DEFAULT_FILE_RECHECK_MS', async () => {
     const dir = tmp('svc-m-');

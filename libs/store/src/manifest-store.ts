@@ -123,10 +123,16 @@ export class ManifestStore {
     for (const l of [...manifest.layers, ...(manifest.config ? [manifest.config] : [])]) {
       if (!this.hasBlob(l)) throw new Error(`blob ${l.digest} is missing; not writing the manifest`);
     }
-    const replaced = this.readManifest(displayName(ref));
-    writeFileAtomic(join(this.root, 'manifests', ...manifestRelPath(ref)), JSON.stringify(manifest));
+    // Names match loosely (case): `Mine` replaces `mine` rather than hiding beside it.
+    const replaced = this.find(displayName(ref));
+    const path = join(this.root, 'manifests', ...manifestRelPath(ref));
+    writeFileAtomic(path, JSON.stringify(manifest));
+    if (!replaced) return;
+    const old = join(this.root, 'manifests', ...manifestRelPath(replaced.ref));
+    // On a case-insensitive file system the two spellings are one file, just written.
+    if (old !== path && statSync(old, { throwIfNoEntry: false })?.ino !== statSync(path).ino) this.unlinkManifest(replaced.ref);
     // A tag pulled again or copied over lets go of the blobs only its old manifest held.
-    if (replaced) this.collectGarbage(digestsOf(replaced.manifest));
+    this.collectGarbage(digestsOf(replaced.manifest));
   }
 
   /** Deletes a blob that no manifest (or running pull) references. */
@@ -137,8 +143,13 @@ export class ManifestStore {
   /** Removes one manifest, then every blob no other manifest (or running pull) references. */
   remove(m: StoredModel): void {
     this.mustWrite();
-    const dir = join(this.root, 'manifests', ...manifestRelPath(m.ref).slice(0, 3));
-    unlinkSync(join(dir, m.ref.tag));
+    this.unlinkManifest(m.ref);
+    this.collectGarbage(digestsOf(m.manifest));
+  }
+
+  private unlinkManifest(ref: ModelRef): void {
+    const dir = join(this.root, 'manifests', ...manifestRelPath(ref).slice(0, 3));
+    unlinkSync(join(dir, ref.tag));
     fsyncDir(dir);
     for (const d of [dir, join(dir, '..'), join(dir, '..', '..')]) {
       try {
@@ -147,7 +158,6 @@ export class ManifestStore {
         break;
       }
     }
-    this.collectGarbage(digestsOf(m.manifest));
   }
 
   private collectGarbage(candidates: Set<string>): void {
