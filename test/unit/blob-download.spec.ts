@@ -94,8 +94,10 @@ describe('downloadBlob', () => {
     const j = job(s.url, dir, {});
     mkdirSync(j.partialDir, { recursive: true });
     writeFileSync(join(j.partialDir, 'k.part0'), data);
+    writeFileSync(join(j.partialDir, 'k.part0.validator'), '"v1"'); // as its first bytes came with
     expect(await downloadBlob(j)).toBe(hex(data));
     expect(s.requests).toEqual([`bytes=${data.length}-`]);
+    expect(readdirSync(j.partialDir)).toEqual([]);
   });
 
   it('a body that stalls is dropped and resumed where it stopped', async () => {
@@ -115,5 +117,42 @@ describe('downloadBlob', () => {
     const dir = mkdtempSync(join(tmpdir(), 'blob-'));
     expect(await downloadBlob(job(s.url, dir, { digest: `sha256:${hex(data)}`, size: data.length }, { stallMs: 300 }))).toBe(hex(data));
     expect(s.requests).toEqual([undefined, 'bytes=40000-']);
+  });
+});
+
+describe('downloadBlob of a plain URL (no digest)', () => {
+  const servers: Server[] = [];
+  afterAll(() => servers.forEach((s) => (s.closeAllConnections(), s.close())));
+
+  it('resumes only under If-Range: a file replaced between two tries is downloaded again whole, never spliced', async () => {
+    let data = Buffer.alloc(200_000, 1);
+    let etag = '"v1"';
+    let dropFirst = true;
+    const seen: Array<{ range?: string; ifRange?: string }> = [];
+    const s = await serve((req, res) => {
+      seen.push({ range: req.headers.range as string | undefined, ifRange: req.headers['if-range'] as string | undefined });
+      const m = /bytes=(\d+)-/.exec(String(req.headers.range ?? ''));
+      const honour = m && (!req.headers['if-range'] || req.headers['if-range'] === etag);
+      const from = honour ? Number(m![1]) : 0;
+      const body = data.subarray(from);
+      res.writeHead(honour ? 206 : 200, { etag, 'content-length': body.length });
+      if (dropFirst) {
+        dropFirst = false;
+        // Half, then the connection drops; the file changes before the retry.
+        res.write(body.subarray(0, 100_000), () => {
+          data = Buffer.alloc(200_000, 2);
+          etag = '"v2"';
+          res.socket?.destroy();
+        });
+        return;
+      }
+      res.end(body);
+    });
+    servers.push(s.server);
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const got = await downloadBlob(job(s.url, dir, { size: 200_000 }));
+    expect(got).toBe(hex(Buffer.alloc(200_000, 2)));
+    expect(seen[1]).toEqual({ range: 'bytes=100000-', ifRange: '"v1"' });
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
   });
 });

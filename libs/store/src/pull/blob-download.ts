@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { renameDurable } from '../atomic-file';
 import { PullError } from './registry-client';
@@ -52,11 +52,11 @@ export async function downloadBlob(job: BlobJob): Promise<string> {
   const joined = join(job.partialDir, `${job.key}.joined`);
   const got = await joinAndHash(parts.map((p) => p.file), joined);
   if ((hex !== undefined && got !== hex) || (job.size !== undefined && sizeOf(joined) !== job.size)) {
-    for (const f of [joined, ...parts.map((p) => p.file)]) tryUnlink(f);
+    for (const f of [joined, ...parts.flatMap((p) => [p.file, `${p.file}.validator`])]) tryUnlink(f);
     throw new PullError(`digest mismatch: expected sha256:${hex}, got sha256:${got}`, 502);
   }
   renameDurable(joined, job.dest(got));
-  for (const p of parts) tryUnlink(p.file);
+  for (const p of parts) for (const f of [p.file, `${p.file}.validator`]) tryUnlink(f);
   return got;
 }
 
@@ -127,10 +127,18 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       tryUnlink(p.file); // longer than its range: not ours to trust
       have = 0;
     }
+    // A plain URL has no digest to catch a file replaced between two tries: a part resumes only
+    // under If-Range with the validator its first bytes came with (else it starts over).
+    const validator = job.digest === undefined && have > 0 ? readValidator(p.file) : undefined;
+    if (job.digest === undefined && have > 0 && !validator) {
+      tryUnlink(p.file);
+      have = 0;
+    }
     if (want !== undefined && have === want) return;
     try {
       const from = p.start + have;
       const range: Record<string, string> = from > 0 || p.end !== undefined ? { range: `bytes=${from}-${p.end ?? ''}` } : {};
+      if (validator) range['if-range'] = validator;
       const r = await job.get(range, job.signal);
       if (r.status === 200 && (from > 0 || p.end !== undefined)) {
         // The server ignored the range: a whole-file download can start over, a part cannot.
@@ -150,6 +158,7 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
         const e = `download of ${label}: the registry answered ${r.status} ${r.statusText}`;
         throw r.status >= 500 || r.status === 408 || r.status === 429 ? new Error(e) : new Permanent(e, 502);
       }
+      if (job.digest === undefined && have === 0) writeValidator(p.file, r.headers);
       await appendBody(r, p.file, have, progress, want, job.stallMs ?? STALL_MS);
       const now = sizeOf(p.file);
       if (want === undefined || now === want) return;
@@ -242,6 +251,22 @@ async function joinAndHash(files: string[], out: string): Promise<string> {
     closeSync(fd);
   }
   return h.digest('hex');
+}
+
+/** A strong ETag, else Last-Modified: what If-Range may carry. */
+function writeValidator(part: string, h: Headers): void {
+  const etag = h.get('etag');
+  const v = etag && !etag.startsWith('W/') ? etag : h.get('last-modified');
+  if (v) writeFileSync(`${part}.validator`, v);
+  else tryUnlink(`${part}.validator`);
+}
+
+function readValidator(part: string): string | undefined {
+  try {
+    return readFileSync(`${part}.validator`, 'utf8') || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function sizeOf(p: string): number {
