@@ -161,6 +161,16 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(o.json.message.content).toBe(m.json.content[0].text);
     const closed = await postJson(`${srv.url}/api/chat`, { model: '', messages: [...messages, { role: 'user', content: 'and?' }], stream: false, options: { temperature: 0, num_predict: 1 } });
     expect(closed.json.prompt_eval_count).toBeGreaterThan(o.json.prompt_eval_count);
+    // With tools offered the reply goes through llama.cpp's call parser, which reads the prefill
+    // back as content: it is not sent again, streamed or not.
+    const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object', properties: {} } } }];
+    const withTools = await postJson(`${srv.url}/api/chat`, { model: '', messages, tools, stream: false, options: { temperature: 0, num_predict: 5 } });
+    expect(withTools.json.message.content).toBe(o.json.message.content);
+    const streamed = await fetch(`${srv.url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: '', messages, tools, options: { temperature: 0, num_predict: 5 } }) });
+    const lines = (await streamed.text()).trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.message.content).join('')).toBe(o.json.message.content);
+    const m2 = await postJson(`${srv.url}/v1/messages`, { model: '', messages, tools: [{ name: 'w', input_schema: { type: 'object', properties: {} } }], max_tokens: 5, temperature: 0 });
+    expect(m2.json.content[0].text).toBe(m.json.content[0].text);
   });
 
   it('tool_choice none never calls', async () => {
