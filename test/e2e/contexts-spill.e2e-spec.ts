@@ -10,7 +10,7 @@ const STORY =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. ' +
   'One day, she saw a big red ball under a tree. She ran to get it and kicked it very high. ';
 
-/** Where a server process spills contexts: $TMPDIR/svc-<pid>/spill/<weights hash>/<id>.kv. */
+/** Where a server process spills contexts: $TMPDIR/svc-<pid>/spill/<hash of file and weights>/<id>.kv. */
 function spillFiles(srv: RunningServer): string[] {
   const root = join(tmpdir(), `svc-${srv.proc.pid}`, 'spill');
   if (!existsSync(root)) return [];
@@ -240,6 +240,29 @@ describe('contexts across an unload of their model (keep_alive)', () => {
     const fresh = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once' })).json;
     const n = (id: string) => Number(id.replace('ctx_', ''));
     expect(n(fresh.id)).toBeGreaterThan(Math.max(n(a.id), n(twin.id)));
+  });
+
+  it("a copy of the same weights at another path keeps its contexts apart: its unload and delete leave the other's alone", async () => {
+    const unload = async (model: string) => {
+      expect((await postJson(`${srv.url}/api/generate`, { model, prompt: 'Hi', stream: false, keep_alive: 0, options: { num_predict: 1 } })).status).toBe(200);
+      const deadline = Date.now() + 15_000;
+      while ((await resident()) > 0) {
+        if (Date.now() > deadline) throw new Error('the model was not unloaded');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const first = await greedy(srv, { prompt: STORY, svc_session: 'kept-apart' });
+    const expected = await greedy(srv, { prompt: STORY + first.choices[0].text, cache_prompt: false });
+    await unload('');
+    expect((await postJson(`${srv.url}/api/copy`, { source: 'stories260K', destination: 'mine' })).status).toBe(200);
+    // Same ids on the copy (ids are per model): its spill file must not be the original's.
+    expect((await postJson(`${srv.url}/v1/contexts`, { model: 'mine', prompt: 'The big red fox jumped over the lazy brown dog' })).status).toBe(201);
+    await unload('mine');
+    const deleted = await fetch(`${srv.url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'mine' }) });
+    expect(deleted.status).toBe(200);
+    const again = await greedy(srv, { prompt: STORY + first.choices[0].text, svc_session: 'kept-apart' });
+    expect(again.choices[0].text).toBe(expected.choices[0].text);
+    expect(again.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
   });
 
   it('any use of the model renews the keep_alive a local-runner request set', async () => {

@@ -3,6 +3,7 @@ import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
+import { createHash } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -267,7 +268,9 @@ export class ModelManager {
     const ms = performance.now() - started;
     this.log.log(`loaded ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? `; sampling in the compute graph (${warmChains} chains planned at load)` : ''}`);
     if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) this.log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
-    const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', hash.slice(0, 16));
+    // Per file and weights: two names of one blob are one load, but a copy at another path (the
+    // -m file and its copy in the store) is another load whose context ids would collide.
+    const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
     const kept = this.suspended.get(entry.path);
     this.suspended.delete(entry.path);
