@@ -4,8 +4,8 @@ import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { createHash } from 'node:crypto';
-import { readdirSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry, SuspendedContexts } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
@@ -324,12 +324,23 @@ function removeDeadSpills(): void {
   let names: string[];
   try {
     names = readdirSync(tmpdir());
+    // Our own folder names its host: a process of another container sharing this $TMPDIR (its
+    // pids are not ours to look up) keeps its folder.
+    mkdirSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true });
+    writeFileSync(join(tmpdir(), `svc-${process.pid}`, 'host'), hostname());
   } catch {
     return;
   }
   for (const name of names) {
     const pid = Number(/^svc-(\d+)$/.exec(name)?.[1]);
     if (!pid || pid === process.pid || alive(pid)) continue;
+    let host: string | undefined;
+    try {
+      host = readFileSync(join(tmpdir(), name, 'host'), 'utf8');
+    } catch {
+      // no host recorded (a folder from before): judged by the pid alone
+    }
+    if (host !== undefined && host !== hostname()) continue;
     rmSync(join(tmpdir(), name), { recursive: true, force: true });
   }
 }
