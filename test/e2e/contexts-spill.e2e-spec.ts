@@ -265,6 +265,38 @@ describe('contexts across an unload of their model (keep_alive)', () => {
     expect(again.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
   });
 
+  const unloadNow = async () => {
+    expect((await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'Hi', stream: false, keep_alive: 0, options: { num_predict: 1 } })).status).toBe(200);
+    const deadline = Date.now() + 15_000;
+    while ((await resident()) > 0) {
+      if (Date.now() > deadline) throw new Error('the model was not unloaded');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  it('a request arriving while the unload still writes contexts to disk waits for it: nothing lost, no id reused', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 100; i++) made.push((await postJson(`${srv.url}/v1/contexts`, { prompt: `Once upon a time ${i}` })).json.id);
+    await unloadNow();
+    const next = await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once' });
+    const n = (id: string) => Number(id.replace('ctx_', ''));
+    expect(n(next.json.id)).toBeGreaterThan(Math.max(...made.map(n)));
+    const listed = new Set((((await (await fetch(`${srv.url}/v1/contexts`)).json()) as any).data as Array<{ id: string }>).map((c) => c.id));
+    expect(made.filter((id) => !listed.has(id))).toEqual([]);
+    for (const id of [...made, next.json.id]) expect((await fetch(`${srv.url}/v1/contexts/${id}`, { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('a stored response deleted while its model is unloaded frees its context at the next load', async () => {
+    const r = await postJson(`${srv.url}/v1/responses`, { model: '', input: 'Once upon a time', max_output_tokens: 4, temperature: 0 });
+    expect(r.status).toBe(200);
+    await unloadNow();
+    const spilled = spillFiles(srv).length;
+    expect(spilled).toBeGreaterThan(0);
+    expect((await fetch(`${srv.url}/v1/responses/${r.json.id}`, { method: 'DELETE' })).status).toBe(200);
+    expect((await postJson(`${srv.url}/v1/completions`, { prompt: 'Once', max_tokens: 1 })).status).toBe(200);
+    expect(spillFiles(srv).length).toBe(spilled - 1);
+  });
+
   it('any use of the model renews the keep_alive a local-runner request set', async () => {
     expect((await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'Once', stream: false, keep_alive: '2s', options: { num_predict: 1 } })).status).toBe(200);
     for (let i = 0; i < 8; i++) {

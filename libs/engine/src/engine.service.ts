@@ -97,12 +97,9 @@ export class EngineService implements OnApplicationShutdown {
     return { model: lm, promptTokens: tokens.length, events, context: kept ? { model: lm.name, id: kept.id } : undefined };
   }
 
-  /** Frees a context kept for a request (keepContext); a model no longer loaded took it along. */
+  /** Frees a context kept for a request (keepContext), also of a model not loaded now. */
   async dropContext(ref: ContextRef, owner: string): Promise<void> {
-    const lm = (await this.models.resident()).find((m) => m.name === ref.model);
-    const c = lm?.contexts.get(ref.id, owner, true);
-    // A stream cut short still holds it until the scheduler's next step.
-    if (lm && c) await lm.contexts.release(c);
+    await this.models.releaseContext(ref.model, ref.id, owner);
   }
 
   /** A fork of `from` (cells shared, nothing copied) or a new hidden context, bound to the prompt. */

@@ -67,8 +67,17 @@ export class ContextRegistry {
    * disk, come back on first use. Ids go on from where they were (a client's old
    * id never names a newer context); other weights at the same path keep only that.
    */
+  /** Ids go on from `n` (the model's earlier loads used those below it). */
+  continueIdsFrom(n: number): void {
+    this.nextId = Math.max(this.nextId, n);
+  }
+
+  get nextContextId(): number {
+    return this.nextId;
+  }
+
   adopt(s: SuspendedContexts, sameWeights: boolean): void {
-    this.nextId = Math.max(this.nextId, s.nextId);
+    this.continueIdsFrom(s.nextId);
     if (!sameWeights || s.spillDir !== this.spillDir) {
       rmSync(s.spillDir, { recursive: true, force: true });
       return;

@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContextRegistry, SuspendedContexts } from '../contexts/context-registry';
+import { ContextRegistry } from '../contexts/context-registry';
+import { KeptContexts } from './kept-contexts';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
 import { useBackendSampling } from './backend-sampling';
@@ -47,8 +48,9 @@ export class ModelManager {
   /** Loads run one at a time, so two never both decide they fit. */
   private loadChain: Promise<unknown> = Promise.resolve();
   private readonly reaper: NodeJS.Timeout;
-  /** Contexts of unloaded models, on disk until the file loads again (by path; see ContextRegistry.suspend). */
-  private readonly suspended = new Map<string, { hash: string; contexts: SuspendedContexts }>();
+  private readonly kept = new KeptContexts();
+  /** Unloads still writing their contexts to disk: a new load of the same file waits for them. */
+  private readonly unloading = new Map<string, Promise<void>>();
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -95,9 +97,18 @@ export class ModelManager {
     if (listed.has(path)) return;
     const p = this.loaded.get(path);
     if (p) await this.unload(await p.catch(() => undefined), false);
-    const kept = this.suspended.get(path);
-    this.suspended.delete(path);
-    if (kept) rmSync(kept.contexts.spillDir, { recursive: true, force: true });
+    await this.unloading.get(path)?.catch(() => undefined);
+    this.kept.discard(path);
+  }
+
+  /** Frees a hidden context (a stored response's): now if its model is loaded, else when it loads again. */
+  async releaseContext(modelName: string, id: string, owner: string): Promise<void> {
+    await Promise.allSettled(this.unloading.values());
+    const lm = (await this.resident()).find((m) => m.name === modelName);
+    const c = lm?.contexts.get(id, owner, true);
+    // A stream cut short still holds it until the scheduler's next step.
+    if (lm && c) await lm.contexts.release(c);
+    else if (!lm) this.kept.dropLater(modelName, id, owner);
   }
 
   /** Called for every model once it is loaded (metrics hook in here). */
@@ -114,6 +125,7 @@ export class ModelManager {
   /** Finishes running generations, then frees every context and model. */
   async close(): Promise<void> {
     clearInterval(this.reaper);
+    await Promise.allSettled(this.unloading.values());
     const models = await this.resident();
     await Promise.all(models.map((m) => m.scheduler.drain()));
     for (const m of models) {
@@ -131,14 +143,24 @@ export class ModelManager {
   }
 
   /** Frees a loaded model; its contexts go to disk for its next load unless the file itself is going. */
-  private async unload(lm: LoadedModel | undefined, keepContexts = true): Promise<void> {
-    if (!lm || this.ready.get(lm.entry.path) !== lm) return;
-    this.ready.delete(lm.entry.path);
-    this.loaded.delete(lm.entry.path);
+  private unload(lm: LoadedModel | undefined, keepContexts = true): Promise<void> {
+    if (!lm || this.ready.get(lm.entry.path) !== lm) return Promise.resolve();
+    const path = lm.entry.path;
+    this.ready.delete(path);
+    this.loaded.delete(path);
+    const done = this.release(lm, keepContexts);
+    this.unloading.set(path, done);
+    const settled = () => void (this.unloading.get(path) === done && this.unloading.delete(path));
+    done.then(settled, settled);
+    return done;
+  }
+
+  private async release(lm: LoadedModel, keepContexts: boolean): Promise<void> {
     await lm.scheduler.drain(); // new submits are refused; running ones finish
+    this.kept.noteIds(lm.entry.path, lm.contexts.nextContextId);
     if (keepContexts) {
       try {
-        this.suspended.set(lm.entry.path, { hash: lm.contentHash, contexts: await lm.contexts.suspend() });
+        this.kept.keep(lm.entry.path, lm.name, lm.contentHash, await lm.contexts.suspend());
       } catch (err) {
         this.log.warn(`could not write the contexts of ${lm.name} to disk (${(err as Error).message}): they are dropped`);
         lm.contexts.dispose();
@@ -165,7 +187,11 @@ export class ModelManager {
   }
 
   private serialLoad(entry: CatalogEntry): Promise<LoadedModel> {
-    const p = this.loadChain.then(() => this.makeRoom(entry)).then(() => this.load(entry));
+    // A load of a file still being unloaded waits: its contexts are not on disk yet.
+    const p = this.loadChain
+      .then(() => this.unloading.get(entry.path)?.catch(() => undefined))
+      .then(() => this.makeRoom(entry))
+      .then(() => this.load(entry));
     this.loadChain = p.catch(() => undefined);
     return p;
   }
@@ -272,9 +298,7 @@ export class ModelManager {
     // -m file and its copy in the store) is another load whose context ids would collide.
     const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
-    const kept = this.suspended.get(entry.path);
-    this.suspended.delete(entry.path);
-    if (kept) contexts.adopt(kept.contexts, kept.hash === hash);
+    await this.kept.adoptInto(entry.path, hash, contexts);
     const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
     // acquire() checks `ready` to detect an unload; without this it re-acquires forever.
     lm.estimatedBytes = this.estimate(entry);
