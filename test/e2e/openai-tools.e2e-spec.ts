@@ -173,6 +173,16 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(m2.json.content[0].text).toBe(m.json.content[0].text);
   });
 
+  it('a prefill that opens a call ends the request (it hung, and the step\'s other requests failed)', async () => {
+    const tools = [{ type: 'function', function: { name: 'get_time', parameters: TIME } }];
+    const body = { model: '', stream: false, messages: [{ role: 'user', content: 'time in UTC' }, { role: 'assistant', content: '<tool_call>\n' }], tools, options: { temperature: 0, num_predict: 20 } };
+    const [stuck, other] = await Promise.all([
+      fetch(`${srv.url}/api/chat`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) }),
+      postJson(`${srv.url}/v1/completions`, { prompt: 'Once', max_tokens: 40, temperature: 0 }),
+    ]);
+    expect([stuck.status, ((await stuck.json()) as any).done, other.status]).toEqual([200, true, 200]);
+  });
+
   it('tool_choice none never calls', async () => {
     const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
     expect(r.choices[0].message.tool_calls).toBeUndefined();

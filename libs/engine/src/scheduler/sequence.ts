@@ -145,7 +145,14 @@ export class Sequence {
     if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
     let finishReason = reason;
     if (this.spec.toolParser) {
-      const parsed = this.spec.toolParser.parse(this.rawText, false);
+      // llama.cpp's parser throws on output that fits no format it knows (a prefill that opened a
+      // call): what was streamed stands, and the sequence still ends (a throw here hung it).
+      let parsed: ReturnType<ToolOutputParser['parse']>;
+      try {
+        parsed = this.spec.toolParser.parse(this.rawText, false);
+      } catch {
+        parsed = { content: this.emittedContent, toolCalls: [] };
+      }
       this.emitContent(parsed.content);
       // Cut by max_tokens or a stop string: a call still being written is dropped, never sent with broken arguments.
       const complete = parsed.toolCalls.filter((c) => isJson(c.arguments));
