@@ -17,7 +17,7 @@ const RETOKENIZE_SLACK = 8;
 export interface SuspendedContexts {
   contexts: KvContext[];
   names: Array<[string, KvContext]>;
-  nextId: number;
+  /** Per file and weights (model-manager): another load of the same file and weights spills here too. */
   spillDir: string;
 }
 
@@ -59,15 +59,10 @@ export class ContextRegistry {
    */
   async suspend(): Promise<SuspendedContexts> {
     await this.scheduler.exclusive(() => this.residency.spillAll());
-    return { contexts: [...this.byId.values()], names: [...this.byName], nextId: this.nextId, spillDir: this.spillDir };
+    return { contexts: [...this.byId.values()], names: [...this.byName], spillDir: this.spillDir };
   }
 
-  /**
-   * A new load of the model takes over what suspend() kept: the contexts, all on
-   * disk, come back on first use. Ids go on from where they were (a client's old
-   * id never names a newer context); other weights at the same path keep only that.
-   */
-  /** Ids go on from `n` (the model's earlier loads used those below it). */
+  /** Ids go on from `n` (the file's earlier loads used those below it: an old id never names a newer context). */
   continueIdsFrom(n: number): void {
     this.nextId = Math.max(this.nextId, n);
   }
@@ -76,9 +71,13 @@ export class ContextRegistry {
     return this.nextId;
   }
 
-  adopt(s: SuspendedContexts, sameWeights: boolean): void {
-    this.continueIdsFrom(s.nextId);
-    if (!sameWeights || s.spillDir !== this.spillDir) {
+  /**
+   * A new load of the model takes over what suspend() kept: the contexts, all on
+   * disk, come back on first use. Other weights at the same path (another spill
+   * folder) drop them.
+   */
+  adopt(s: SuspendedContexts): void {
+    if (s.spillDir !== this.spillDir) {
       rmSync(s.spillDir, { recursive: true, force: true });
       return;
     }

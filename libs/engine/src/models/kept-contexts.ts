@@ -1,9 +1,10 @@
-import { rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ContextRegistry, SuspendedContexts } from '../contexts/context-registry';
 
 interface Kept {
   name: string;
-  hash: string;
   contexts: SuspendedContexts;
   /** Hidden contexts freed while the model was not loaded (stored responses deleted or evicted). */
   drops: Array<{ id: string; owner: string }>;
@@ -19,9 +20,8 @@ export class KeptContexts {
   private readonly byPath = new Map<string, Kept>();
   private readonly nextIds = new Map<string, number>();
 
-  keep(path: string, name: string, hash: string, contexts: SuspendedContexts): void {
-    this.byPath.set(path, { name, hash, contexts, drops: [] });
-    this.noteIds(path, contexts.nextId);
+  keep(path: string, name: string, contexts: SuspendedContexts): void {
+    this.byPath.set(path, { name, contexts, drops: [] });
   }
 
   noteIds(path: string, nextId: number): void {
@@ -36,12 +36,12 @@ export class KeptContexts {
   }
 
   /** Hands what was kept for `path` to its new registry (same weights only), then frees what was dropped meanwhile. */
-  async adoptInto(path: string, hash: string, registry: ContextRegistry): Promise<void> {
+  async adoptInto(path: string, registry: ContextRegistry): Promise<void> {
     registry.continueIdsFrom(this.nextIds.get(path) ?? 1);
     const k = this.byPath.get(path);
     if (!k) return;
     this.byPath.delete(path);
-    registry.adopt(k.contexts, k.hash === hash);
+    registry.adopt(k.contexts);
     for (const d of k.drops) {
       const c = registry.get(d.id, d.owner, true);
       if (c) await registry.release(c);
@@ -53,5 +53,43 @@ export class KeptContexts {
     const k = this.byPath.get(path);
     this.byPath.delete(path);
     if (k) rmSync(k.contexts.spillDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Spill folders ($TMPDIR/svc-<pid>) of svc processes that died without their
+ * shutdown (SIGKILL, a crash): nothing will read them again.
+ */
+export function removeDeadSpills(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+    // Our own folder names its host: a process of another container sharing this $TMPDIR (its
+    // pids are not ours to look up) keeps its folder.
+    mkdirSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true });
+    writeFileSync(join(tmpdir(), `svc-${process.pid}`, 'host'), hostname());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^svc-(\d+)$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || alive(pid)) continue;
+    let host: string | undefined;
+    try {
+      host = readFileSync(join(tmpdir(), name, 'host'), 'utf8');
+    } catch {
+      // no host recorded (a folder from before): judged by the pid alone
+    }
+    if (host !== undefined && host !== hostname()) continue;
+    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // someone else's process: not ours to judge
   }
 }

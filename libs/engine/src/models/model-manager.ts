@@ -4,11 +4,11 @@ import { InferenceBackend } from '../backend/inference-backend';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, hostname, tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry } from '../contexts/context-registry';
-import { KeptContexts } from './kept-contexts';
+import { KeptContexts, removeDeadSpills } from './kept-contexts';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
 import { useBackendSampling } from './backend-sampling';
@@ -160,7 +160,7 @@ export class ModelManager {
     this.kept.noteIds(lm.entry.path, lm.contexts.nextContextId);
     if (keepContexts) {
       try {
-        this.kept.keep(lm.entry.path, lm.name, lm.contentHash, await lm.contexts.suspend());
+        this.kept.keep(lm.entry.path, lm.name, await lm.contexts.suspend());
       } catch (err) {
         this.log.warn(`could not write the contexts of ${lm.name} to disk (${(err as Error).message}): they are dropped`);
         lm.contexts.dispose();
@@ -298,7 +298,7 @@ export class ModelManager {
     // -m file and its copy in the store) is another load whose context ids would collide.
     const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
-    await this.kept.adoptInto(entry.path, hash, contexts);
+    await this.kept.adoptInto(entry.path, contexts);
     const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
     // acquire() checks `ready` to detect an unload; without this it re-acquires forever.
     lm.estimatedBytes = this.estimate(entry);
@@ -338,42 +338,4 @@ const DEFAULT_STREAM_MS = 2;
 function envInt(name: string, env: NodeJS.ProcessEnv = process.env): number | undefined {
   const v = Number(env[name]);
   return env[name] !== undefined && Number.isInteger(v) && v > 0 ? v : undefined;
-}
-
-/**
- * Spill folders ($TMPDIR/svc-<pid>) of svc processes that died without their
- * shutdown (SIGKILL, a crash): nothing will read them again.
- */
-function removeDeadSpills(): void {
-  let names: string[];
-  try {
-    names = readdirSync(tmpdir());
-    // Our own folder names its host: a process of another container sharing this $TMPDIR (its
-    // pids are not ours to look up) keeps its folder.
-    mkdirSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true });
-    writeFileSync(join(tmpdir(), `svc-${process.pid}`, 'host'), hostname());
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const pid = Number(/^svc-(\d+)$/.exec(name)?.[1]);
-    if (!pid || pid === process.pid || alive(pid)) continue;
-    let host: string | undefined;
-    try {
-      host = readFileSync(join(tmpdir(), name, 'host'), 'utf8');
-    } catch {
-      // no host recorded (a folder from before): judged by the pid alone
-    }
-    if (host !== undefined && host !== hostname()) continue;
-    rmSync(join(tmpdir(), name), { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // someone else's process: not ours to judge
-  }
 }
