@@ -173,6 +173,22 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(m2.json.content[0].text).toBe(m.json.content[0].text);
   });
 
+  it('a prefill that looks like (or is) a call tag is not sent back: the content holds only the continuation', async () => {
+    // "<tool" was held back as a possible tag start, then sent once the output went on.
+    const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object', properties: {} } } }];
+    for (const prefill of ['<tool', '<tool_call>', ' <tool']) {
+      const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: prefill }];
+      const body = { model: '', messages, options: { temperature: 0, num_predict: 6 } };
+      const plain = (await postJson(`${srv.url}/api/chat`, { ...body, stream: false })).json.message.content;
+      expect(plain.length).toBeGreaterThan(0);
+      const withTools = await postJson(`${srv.url}/api/chat`, { ...body, tools, stream: false });
+      expect([prefill, withTools.json.message.content]).toEqual([prefill, plain]);
+      const streamed = await fetch(`${srv.url}/api/chat`, { method: 'POST', body: JSON.stringify({ ...body, tools }) });
+      const lines = (await streamed.text()).trim().split('\n').map((l) => JSON.parse(l));
+      expect([prefill, lines.map((l) => l.message.content).join('')]).toEqual([prefill, plain]);
+    }
+  });
+
   it('a prefill that opens a call ends the request (it hung, and the step\'s other requests failed)', async () => {
     const tools = [{ type: 'function', function: { name: 'get_time', parameters: TIME } }];
     const body = { model: '', stream: false, messages: [{ role: 'user', content: 'time in UTC' }, { role: 'assistant', content: '<tool_call>\n' }], tools, options: { temperature: 0, num_predict: 20 } };

@@ -65,7 +65,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   const chat = apply(prompt.messages, useTools);
   if (!useTools) return { text: chat.prompt, chat };
   const templateHasTools = chat.supportsTools;
-  const parser = prompt.parallelToolCalls ? chat : firstCallOnly(chat);
+  const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prompt);
   if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true, constraint: { kind: 'none' } };
   if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
@@ -90,6 +90,30 @@ function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
     parse(text, partial) {
       const out = parser.parse(text, partial);
       return out.toolCalls.length > 1 ? { ...out, toolCalls: out.toolCalls.slice(0, 1) } : out;
+    },
+  };
+}
+
+/**
+ * A continued final message (prefill): llama.cpp's parser reads it back as content before the
+ * output, as llama-server's is_continuation parse does. It is the client's own text and never
+ * sent again, also while the parser still holds part of it back (a prefill "<tool" looks like
+ * the start of a call tag until the output goes on).
+ */
+function withoutPrefill(parser: ToolOutputParser, prompt: PromptInput): ToolOutputParser {
+  const last = prompt.kind === 'chat' && prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
+  const text = last ? (textOnly(last).content as string) : '';
+  if (!text) return parser;
+  // The parser may trim the content's leading whitespace.
+  const forms = [text, text.trimStart()].filter((f) => f !== '');
+  return {
+    parse(output, partial) {
+      const out = parser.parse(output, partial);
+      for (const f of forms) {
+        if (out.content.startsWith(f)) return { ...out, content: out.content.slice(f.length) };
+        if (f.startsWith(out.content)) return { ...out, content: '' };
+      }
+      return out;
     },
   };
 }

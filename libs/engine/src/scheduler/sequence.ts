@@ -81,9 +81,6 @@ export class Sequence {
     private readonly model: NativeModel,
   ) {
     this.stops = new StopMatcher(spec.stop);
-    // A continued final message (prefill): llama.cpp's parser reads it back as content before any
-    // output, as llama-server's initial parse does; it is the client's own text, never sent again.
-    if (spec.toolParser) this.emittedContent = spec.toolParser.parse('', true).content;
     this.channel.onCancel = () => this.cancel();
     spec.signal?.addEventListener('abort', () => this.cancel(), { once: true });
   }
