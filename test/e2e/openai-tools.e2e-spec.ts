@@ -153,6 +153,19 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(finishes).toContain('stop');
   });
 
+  it('a required or named call with a response format is still a call (the format is for a text answer)', async () => {
+    // The JSON answer branch made the call optional: a JSON text came back under "stop".
+    const formats: OpenAI.Chat.ChatCompletionCreateParams['response_format'][] = [
+      { type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } },
+    ];
+    for (const response_format of formats) {
+      expectValidCall(await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'required', response_format, max_tokens: 200, temperature: 0 }));
+      const named = { type: 'function' as const, function: { name: 'get_time' } };
+      expectValidCall(await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: named, response_format, max_tokens: 200, temperature: 0 }), 'get_time');
+    }
+  });
+
   it('/api/chat continues a final assistant message (a prefill), as /v1/messages does', async () => {
     const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello' }];
     const o = await postJson(`${srv.url}/api/chat`, { model: '', messages, stream: false, options: { temperature: 0, num_predict: 5 } });

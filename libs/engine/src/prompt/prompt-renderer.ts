@@ -56,7 +56,8 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
         templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
         // The template's tool grammar takes over sampling: a JSON answer is one of its branches
         // (json_object / format "json" is the object schema, as engine.service samples it alone).
-        jsonSchema: !withTools ? undefined : constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : constraint.kind === 'json' ? '{"type":"object"}' : undefined,
+        // A required call has no answer branch: the format is for the text answer of a later turn.
+        jsonSchema: !withTools || choice === 'required' ? undefined : constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : constraint.kind === 'json' ? '{"type":"object"}' : undefined,
       });
     } catch (err) {
       throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
