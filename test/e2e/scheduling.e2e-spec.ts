@@ -113,6 +113,15 @@ describe('queue bound', () => {
     expect((await queued).status).toBe(200);
   });
 
+  it('a burst that arrives at once is held to the bound too (it all landed in the queue before any was admitted)', async () => {
+    const long = { prompt: 'Once upon a time', max_tokens: 400, temperature: 0, ignore_eos: true };
+    const before = await stats(srv.url);
+    const statuses = (await Promise.all(Array.from({ length: 6 }, () => postJson(`${srv.url}/v1/completions`, long)))).map((r) => r.status);
+    // One runs, one waits (-concurrency 1 -queue 1); the other four are refused.
+    expect(statuses.sort()).toEqual([200, 200, 429, 429, 429, 429]);
+    expect((await stats(srv.url)).rejected - before.rejected).toBe(4);
+  });
+
   it('a named-session request cancelled while queued leaves its context free', async () => {
     const long = { prompt: 'Once upon a time', max_tokens: 800, temperature: 0, ignore_eos: true };
     const first = await postJson(`${srv.url}/v1/completions`, { prompt: 'The little dog', max_tokens: 4, temperature: 0, svc_session: 'dog' });

@@ -85,7 +85,8 @@ export class Scheduler {
   /** Queues a request; throws QueueFullError past the queue bound. */
   submit(spec: SequenceSpec): AsyncIterable<GenerationEvent> {
     if (this.closing) throw new ServerShuttingDownError();
-    if (this.active.length >= this.opts.concurrency && this.queue.length >= this.opts.queueLimit) {
+    // Counted together: a burst lands in the queue before the loop admits any of it.
+    if (this.active.length + this.queue.length >= this.opts.concurrency + this.opts.queueLimit) {
       this.stats.rejected++;
       throw new QueueFullError();
     }

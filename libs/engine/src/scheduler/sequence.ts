@@ -82,7 +82,9 @@ export class Sequence {
   ) {
     this.stops = new StopMatcher(spec.stop);
     this.channel.onCancel = () => this.cancel();
-    spec.signal?.addEventListener('abort', () => this.cancel(), { once: true });
+    // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
+    if (spec.signal?.aborted) this.cancelled = true;
+    else spec.signal?.addEventListener('abort', () => this.cancel(), { once: true });
   }
 
   private cancel(): void {
