@@ -101,7 +101,12 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   sp.top_p = (float) optNumber(o, "topP", sp.top_p);
   sp.min_p = (float) optNumber(o, "minP", sp.min_p);
   sp.typ_p = (float) optNumber(o, "typicalP", sp.typ_p);
-  if (hasOpt(o, "seed")) sp.seed = (uint32_t) (int64_t) optNumber(o, "seed", 0);
+  if (hasOpt(o, "seed")) {
+    // The engine library passes 0 .. 2^32 - 2 (LLAMA_DEFAULT_SEED, 2^32 - 1, means a random one).
+    const double seed = optNumber(o, "seed", 0);
+    if (!(seed >= 0 && seed < LLAMA_DEFAULT_SEED) || seed != std::floor(seed)) throwRange(env, "seed out of range");
+    sp.seed = (uint32_t) seed;
+  }
   sp.penalty_repeat = (float) optNumber(o, "repeatPenalty", sp.penalty_repeat);
   sp.penalty_last_n = (int32_t) optNumber(o, "repeatLastN", sp.penalty_last_n);
   if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // -1 = the whole context (llama.cpp's CLI convention; the pinned llama-server refuses it)
@@ -122,8 +127,12 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
       if (!pair.IsArray() || pair.As<Napi::Array>().Length() != 2) throwType(env, "logitBias entries must be [token, bias]");
       auto p = pair.As<Napi::Array>();
       if (!p.Get(0u).IsNumber() || !p.Get(1u).IsNumber()) throwType(env, "logitBias entries must be [token, bias]");
-      int32_t tok = p.Get(0u).As<Napi::Number>().Int32Value();
-      if (tok < 0 || tok >= n_vocab) throwRange(env, "logitBias token " + std::to_string(tok) + " out of range");
+      // Read as a double: Int32Value wraps 2^32 + 300 to token 300.
+      const double id = p.Get(0u).As<Napi::Number>().DoubleValue();
+      if (!(id >= 0 && id < n_vocab) || id != std::floor(id)) {
+        throwRange(env, "token " + Napi::Number::New(env, id).ToString().Utf8Value() + " (logit_bias or svc_banned_tokens) is not in the vocabulary (ids 0 to " + std::to_string(n_vocab - 1) + ")");
+      }
+      const int32_t tok = (int32_t) id;
       sp.logit_bias.push_back({tok, (float) p.Get(1u).As<Napi::Number>().DoubleValue()});
     }
   }

@@ -93,6 +93,29 @@ describe('sampling controls (stories260K)', () => {
     expect(other.choices[0].logprobs.tokens[0]).not.toBe(first.tokens[0]);
   });
 
+  it('a token id past the vocabulary is refused, however large (2^32 + 300 biased token 300), and so is a seed past 2^53', async () => {
+    const n = model.info.nVocab;
+    for (const body of [{ logit_bias: { [2 ** 32 + 300]: 100 } }, { logit_bias: { [n]: 1 } }, { svc_banned_tokens: [2 ** 32 + 2] }]) {
+      const r = await fetch(`${srv.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt, max_tokens: 3, ...body }) });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).error.message).toMatch(new RegExp(`^token \\d+ \\(logit_bias or svc_banned_tokens\\) is not in the vocabulary \\(ids 0 to ${n - 1}\\)$`));
+    }
+    for (const seed of [1e20, -2]) {
+      const r = await fetch(`${srv.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt, max_tokens: 3, seed }) });
+      expect([r.status, ((await r.json()) as any).error.message]).toEqual([400, 'seed must be -1 (random) or an integer from 0 to 9007199254740991']);
+    }
+  });
+
+  it('seed 4294967295 seeds like any other (it was llama.cpp\'s "random"); -1 asks for a random one', async () => {
+    const seeded = { temperature: 1.5, max_tokens: 24, cache_prompt: false };
+    const texts = new Set<string>();
+    for (let i = 0; i < 3; i++) texts.add((await complete({ ...seeded, seed: 4294967295 })).choices[0].text);
+    expect(texts.size).toBe(1);
+    const random = new Set<string>();
+    for (let i = 0; i < 4; i++) random.add((await complete({ ...seeded, seed: -1 })).choices[0].text);
+    expect(random.size).toBeGreaterThan(1);
+  });
+
   it('svc_dry_multiplier, svc_dry_base and svc_dry_allowed_length are applied', async () => {
     const plain = (await complete({ max_tokens: 150 })).choices[0].text;
     const dry = await complete({ max_tokens: 150, svc_dry_multiplier: 0.8, svc_dry_base: 1.75, svc_dry_allowed_length: 2 });

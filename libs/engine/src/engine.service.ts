@@ -150,6 +150,17 @@ function samplerError(err: Error, c: OutputConstraint): string {
   return problem ? `invalid grammar: ${problem}` : err.message;
 }
 
+/**
+ * llama.cpp's seed is 32 bits, and 2^32 - 1 (LLAMA_DEFAULT_SEED) means a random one: -1 asks for
+ * that, as in llama-server and the local runner. Any other integer seeds reproducibly, folded
+ * into the 2^32 - 1 values that are not random (4294967295 was random, 1e20 undefined).
+ */
+function nativeSeed(seed: number | undefined): number | undefined {
+  if (seed === undefined || seed === -1) return undefined;
+  if (!Number.isSafeInteger(seed) || seed < -1) throw new InvalidRequestError(`seed must be -1 (random) or an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+  return seed % 0xffffffff;
+}
+
 /** Maps core sampling parameters and constraints onto llama.cpp's sampler options. */
 export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSamplerOptions {
   const bias: Array<[number, number]> = [];
@@ -161,7 +172,7 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
     topP: s.topP,
     minP: s.minP,
     typicalP: s.typicalP,
-    seed: s.seed,
+    seed: nativeSeed(s.seed),
     repeatPenalty: s.repeatPenalty,
     repeatLastN: s.repeatLastN,
     frequencyPenalty: s.frequencyPenalty,
