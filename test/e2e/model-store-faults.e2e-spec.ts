@@ -155,5 +155,13 @@ describe('model store faults', () => {
     expect(ps.status).toBe(200);
     const unload = await postJson(`${srv.url}/api/generate`, { model: tiny, keep_alive: 0, stream: false });
     expect(unload.json.done_reason).toBe('unload');
+    const names = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models.map((m: any) => m.name);
+    for (let i = 0; i < 100 && (await names()).includes(g.json.model); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await names()).not.toContain(g.json.model);
+    // Unloading a model that is not loaded leaves it so: it was loaded only to be freed again.
+    const again = await postJson(`${srv.url}/api/generate`, { model: tiny, keep_alive: 0, stream: false });
+    expect([again.status, again.json.done_reason, again.json.model, again.json.load_duration]).toEqual([200, 'unload', g.json.model, 0]);
+    expect(await names()).not.toContain(g.json.model);
+    expect((await postJson(`${srv.url}/api/generate`, { model: 'no-such-model', keep_alive: 0, stream: false })).status).toBe(404);
   });
 });

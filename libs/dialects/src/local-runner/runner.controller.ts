@@ -60,16 +60,17 @@ export class RunnerController {
 
   private async loadOnly(dto: GenerateRequestDto, started: number, reply: FastifyReply): Promise<void> {
     const startedWall = Date.now();
-    const lm = await this.engine.models.acquire(dto.model ?? '', { keepAlive: dto.keep_alive });
+    // keep_alive 0 with no prompt is how the local-runner's clients unload a model.
+    const unload = parseKeepAlive(dto.keep_alive) === 0;
+    const lm = unload ? undefined : await this.engine.models.acquire(dto.model ?? '', { keepAlive: dto.keep_alive });
     const body = {
-      model: lm.name,
+      model: lm?.name ?? (await this.engine.models.expire(dto.model ?? '')),
       created_at: new Date().toISOString(),
       response: '',
       done: true,
-      // keep_alive 0 with no prompt is how the local-runner's clients unload a model.
-      done_reason: parseKeepAlive(dto.keep_alive) === 0 ? 'unload' : 'load',
+      done_reason: unload ? 'unload' : 'load',
       total_duration: ns(performance.now() - started),
-      load_duration: lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0,
+      load_duration: lm && lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0,
     };
     if (dto.stream ?? true) {
       const out = new StreamWriter(reply, 'application/x-ndjson');

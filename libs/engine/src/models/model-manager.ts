@@ -92,6 +92,16 @@ export class ModelManager {
     return lm;
   }
 
+  /**
+   * keep_alive 0 without a prompt (the local runner's unload): a loaded model expires, one not
+   * loaded stays so (loading gigabytes only to free them). Returns the name the model answers to.
+   */
+  async expire(name: string): Promise<string> {
+    const entry = this.catalog.resolve(name, { generating: true });
+    if (!this.loaded.has(entry.path)) return entry.name;
+    return (await this.acquire(name, { keepAlive: 0 })).name;
+  }
+
   /** Frees the loaded copy of a file no listed name refers to (after a delete or copy), once its requests finish; its contexts go with it. */
   async unloadPath(path: string, listed: Set<string>): Promise<void> {
     if (listed.has(path)) return;
