@@ -207,4 +207,17 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
     expect(second.type).toBe('message');
     expect(promptOf(second.usage)).toBeGreaterThan(promptOf(first.usage));
   });
+
+  it('a forced call cut by max_tokens is dropped, not sent as its raw JSON text (streamed or not)', async () => {
+    const body = { model: '', max_tokens: 12, tools, tool_choice: { type: 'any' as const }, messages: [{ role: 'user' as const, content: 'Weather in Paris?' }] };
+    const cut = await client.messages.create(body);
+    const streamed = await client.messages.stream(body).finalMessage();
+    for (const m of [cut, streamed]) {
+      expect(m.stop_reason).toBe('max_tokens');
+      expect(m.content.map((b) => (b.type === 'text' ? b.text : b.type))).toEqual(['']);
+    }
+    // The same through chat completions (the fallback parser is the engine's).
+    const chat = await postJson(`${srv.url}/v1/chat/completions`, { ...body, tool_choice: 'required', tools: [{ type: 'function', function: { name: tools[0].name, parameters: tools[0].input_schema } }] });
+    expect([chat.json.choices[0].finish_reason, chat.json.choices[0].message.content, chat.json.choices[0].message.tool_calls]).toEqual(['length', '', undefined]);
+  });
 });

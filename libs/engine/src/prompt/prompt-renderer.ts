@@ -76,7 +76,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   return {
     text: plain.prompt,
     chat: plain,
-    toolParser: jsonToolCallParser(tools.map((t) => t.function.name)),
+    toolParser: jsonToolCallParser(tools.map((t) => t.function.name), choice === 'required'),
     constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
   };
 }

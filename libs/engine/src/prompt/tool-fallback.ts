@@ -44,9 +44,11 @@ export function toolCallSchema(tools: CoreTool[]): Record<string, unknown> {
 /**
  * Reads a JSON call {"name", "arguments"} naming one of the tools. While the
  * text may still become a call (it opens with "{") nothing is released as
- * content; anything else streams as content.
+ * content; anything else streams as content. A call cut short (max_tokens, a
+ * stop string) is dropped, as on the template path, never sent as text: under
+ * a required call every answer is one, otherwise one that opened with "name".
  */
-export function jsonToolCallParser(names: string[]): ToolOutputParser {
+export function jsonToolCallParser(names: string[], required: boolean): ToolOutputParser {
   return {
     parse(text, partial) {
       const mayBeCall = /^\s*(\{|$)/.test(text);
@@ -58,7 +60,8 @@ export function jsonToolCallParser(names: string[]): ToolOutputParser {
             return { content: '', toolCalls: [{ id: '', name: v.name, arguments: JSON.stringify(v.arguments ?? {}) }] };
           }
         } catch {
-          /* cut short or not a call: the text is content */
+          if (required || /^\s*\{\s*"name"\s*:/.test(text)) return { content: '', toolCalls: [] };
+          /* not a call: the text is content */
         }
       }
       return { content: text, toolCalls: [] };
