@@ -56,10 +56,17 @@ describe('three dialects, one engine (stories260K)', () => {
     const counted = await anthropic.messages.countTokens({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }] });
     expect(a.usage.input_tokens + a.usage.cache_read_input_tokens!).toBe(counted.input_tokens);
     expect(a.usage.input_tokens).toBeLessThan(counted.input_tokens);
-    // Streamed, the final message takes message_delta's split.
-    const streamed = await anthropic.messages.stream({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }], max_tokens: 4 }).finalMessage();
+    // Streamed, the final message takes message_delta's split; message_start has the same split
+    // (it counted the whole prompt as input, which clients reading usage from it took as such).
+    const stream = anthropic.messages.stream({ model: '', system, messages: [{ role: 'user', content: user + ' A dog too.' }], max_tokens: 4 });
+    const started: Anthropic.Usage[] = [];
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'message_start') started.push({ ...e.message.usage });
+    });
+    const streamed = await stream.finalMessage();
     expect(streamed.usage.input_tokens + streamed.usage.cache_read_input_tokens!).toBe(counted.input_tokens);
     expect(streamed.usage.cache_read_input_tokens).toBeGreaterThan(100);
+    expect(started.map((u) => [u.input_tokens, u.cache_read_input_tokens])).toEqual([[streamed.usage.input_tokens, streamed.usage.cache_read_input_tokens]]);
 
     const before = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
     const l = await ollama.chat({ model: '', messages: [{ role: 'system', content: system }, { role: 'user', content: user + ' And a bird.' }], stream: false, options: { num_predict: 4, temperature: 0 } });

@@ -19,6 +19,8 @@ export interface GenerationHandle {
   model: LoadedModel;
   promptTokens: number;
   events: AsyncIterable<GenerationEvent>;
+  /** Prompt tokens read from a cache (prefix cache, a context); known once the first event arrived. */
+  cachedPromptTokens(): number;
   /** The context kept for the request (keepContext); it holds the whole turn once `done` arrives. */
   context?: ContextRef;
 }
@@ -71,6 +73,7 @@ export class EngineService implements OnApplicationShutdown {
       throw err;
     }
     let events: AsyncIterable<GenerationEvent>;
+    let cached = 0;
     try {
       events = lm.scheduler.submit({
         modelName: lm.name,
@@ -87,6 +90,7 @@ export class EngineService implements OnApplicationShutdown {
         ignoreEos: req.sampling.ignoreEos,
         session,
         signal: req.signal,
+        onAdmitted: (n) => (cached = n),
       });
     } catch (err) {
       lm.scheduler.giveBackSampler(sampler);
@@ -94,7 +98,7 @@ export class EngineService implements OnApplicationShutdown {
       if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, promptTokens: tokens.length, events, context: kept ? { model: lm.name, id: kept.id } : undefined };
+    return { model: lm, promptTokens: tokens.length, events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
   }
 
   /** Frees a context kept for a request (keepContext), also of a model not loaded now. */

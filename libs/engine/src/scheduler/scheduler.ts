@@ -250,6 +250,7 @@ export class Scheduler {
       else if (s.spec.reusePrefix !== false) await this.reuseCachedPrefix(s);
       s.spec.sampler.acceptPrompt(s.spec.promptTokens);
       this.active.push(s);
+      s.spec.onAdmitted?.(s.cachedTokens);
     }
   }
 

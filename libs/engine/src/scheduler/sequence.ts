@@ -37,6 +37,8 @@ export interface SequenceSpec {
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
+  /** Called once the request joins the running batch, with its prompt tokens read from a cache. */
+  onAdmitted?(cachedTokens: number): void;
 }
 
 /**

@@ -18,6 +18,8 @@ export class MessagesRenderer {
     private readonly promptTokens: number,
     /** The caller's stop_sequences: only these are reported as stop_sequence (template stops are end_turn). */
     private readonly requestedStops: string[],
+    /** Prompt tokens read from the cache, known once the first event arrived. */
+    private readonly cachedPromptTokens: () => number = () => 0,
   ) {}
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireMessage> {
@@ -32,9 +34,10 @@ export class MessagesRenderer {
 
   async stream(source: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
     const events = await primed(source);
-    // What is cached is known once the request ran: message_start counts the whole prompt as
-    // input, and message_delta's usage (which the SDK's final message takes) splits it.
-    const start = { ...this.shell(), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.promptTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
+    // The first event came, so the request ran and its cached part is known: message_start splits
+    // the prompt as message_delta does (clients that read input usage from message_start).
+    const cached = this.cachedPromptTokens();
+    const start = { ...this.shell(), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.promptTokens - cached, output_tokens: 0, cache_read_input_tokens: cached, cache_creation_input_tokens: 0 } };
     out.event({ type: 'message_start', message: start }, 'message_start');
     out.event({ type: 'ping' }, 'ping');
     let index = 0;
