@@ -208,6 +208,14 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
     expect(promptOf(second.usage)).toBeGreaterThan(promptOf(first.usage));
   });
 
+  it('an empty system ("" or no blocks) is no system: the template\'s default system prompt stays', async () => {
+    const messages = [{ role: 'user' as const, content: 'x' }];
+    const none = (await client.messages.countTokens({ model: '', messages })).input_tokens;
+    expect((await client.messages.countTokens({ model: '', messages, system: '' })).input_tokens).toBe(none);
+    expect((await client.messages.countTokens({ model: '', messages, system: [] })).input_tokens).toBe(none);
+    expect((await client.messages.countTokens({ model: '', messages, system: 'Be brief.' })).input_tokens).not.toBe(none);
+  });
+
   it('a forced call cut by max_tokens is dropped, not sent as its raw JSON text (streamed or not)', async () => {
     const body = { model: '', max_tokens: 12, tools, tool_choice: { type: 'any' as const }, messages: [{ role: 'user' as const, content: 'Weather in Paris?' }] };
     const cut = await client.messages.create(body);

@@ -38,8 +38,9 @@ export function messagesRequestToCore(d: MessagesRequestDto, scope: RequestScope
 export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'messages' | 'tools' | 'tool_choice'>): PromptInput {
   checkMessages(d.messages as Array<{ role?: unknown }>);
   const messages: CoreMessage[] = [];
+  // An empty system ("" or no blocks) is none: the template's default system prompt applies, as for /api/generate.
   const system = systemText(d.system);
-  if (system !== undefined) messages.push({ role: 'system', content: system });
+  if (system) messages.push({ role: 'system', content: system });
   const last = d.messages[d.messages.length - 1];
   // A final assistant turn is a prefill the reply continues; an empty one asks for a plain reply
   // (the dialect allows it), so it is left out rather than rendered as an empty, closed turn.
