@@ -89,6 +89,19 @@ describe('messages dialect on the real engine (stories260K)', () => {
     expect(s.stop_sequence).toBe(stop);
   });
 
+  it('an answer with nothing visible has empty content, streamed or not (no empty text block)', async () => {
+    const base = { model: '', max_tokens: 40, messages: USER };
+    const full = ((await client.messages.create(base)).content[0] as Anthropic.TextBlock).text;
+    // A stop sequence at the very start: nothing is left to show.
+    const body = { ...base, stop_sequences: [full.slice(0, 3)] };
+    const m = await client.messages.create(body);
+    expect([m.stop_reason, m.content]).toEqual(['stop_sequence', []]);
+    const raw = await fetch(`${srv.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true, temperature: 0 }) });
+    const types = (await raw.text()).split('\n').filter((l) => l.startsWith('event: ')).map((l) => l.slice(7));
+    expect(types).toEqual(['message_start', 'ping', 'message_delta', 'message_stop']);
+    expect((await client.messages.stream(body).finalMessage()).content).toEqual([]);
+  });
+
   it('continues a final assistant message (prefill): content holds only the continuation', async () => {
     const prefill = 'Jack was very';
     const m = await client.messages.create({ model: '', max_tokens: 12, messages: [...USER, { role: 'assistant', content: prefill }] });
@@ -222,7 +235,8 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
     const streamed = await client.messages.stream(body).finalMessage();
     for (const m of [cut, streamed]) {
       expect(m.stop_reason).toBe('max_tokens');
-      expect(m.content.map((b) => (b.type === 'text' ? b.text : b.type))).toEqual(['']);
+      // Nothing visible came: content is empty, as the dialect's API answers (no empty text block).
+      expect(m.content).toEqual([]);
     }
     // The same through chat completions (the fallback parser is the engine's).
     const chat = await postJson(`${srv.url}/v1/chat/completions`, { ...body, tool_choice: 'required', tools: [{ type: 'function', function: { name: tools[0].name, parameters: tools[0].input_schema } }] });

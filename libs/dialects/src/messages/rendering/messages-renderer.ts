@@ -25,8 +25,9 @@ export class MessagesRenderer {
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireMessage> {
     const c = await collect(events);
     const content: WireContentBlock[] = [];
-    // Always at least one block, so content[0] exists for a plain-text answer (even an empty one).
-    if (c.text || c.toolCalls.length === 0) content.push({ type: 'text', text: c.text });
+    // No empty text block: the dialect's API answers content [] when nothing visible came, and
+    // refuses an empty text block when a client sends the turn back.
+    if (c.text) content.push({ type: 'text', text: c.text });
     for (const call of c.toolCalls) content.push(toolUseBlock(call));
     const { reason, sequence } = this.stopOf(c.done);
     return { ...this.shell(), content, stop_reason: reason, stop_sequence: sequence, usage: wireUsage(c.done.usage) };
@@ -42,11 +43,9 @@ export class MessagesRenderer {
     out.event({ type: 'ping' }, 'ping');
     let index = 0;
     let textOpen = false;
-    let blocks = 0;
     const openText = (): void => {
       out.event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, 'content_block_start');
       textOpen = true;
-      blocks++;
     };
     const closeBlock = (): void => {
       out.event({ type: 'content_block_stop', index }, 'content_block_stop');
@@ -68,10 +67,8 @@ export class MessagesRenderer {
           out.event({ type: 'content_block_start', index, content_block: { ...block, input: {} } }, 'content_block_start');
           if (call.arguments) out.event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: call.arguments } }, 'content_block_delta');
           closeBlock();
-          blocks++;
         }
       } else {
-        if (blocks === 0) openText();
         if (textOpen) closeBlock();
         const { reason, sequence } = this.stopOf(ev);
         out.event({ type: 'message_delta', delta: { stop_reason: reason, stop_sequence: sequence }, usage: wireUsage(ev.usage) }, 'message_delta');
