@@ -52,8 +52,9 @@ function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, scope
     model: d.model ?? '',
     prompt,
     sampling: samplingFromOptions(o),
-    // num_predict < 0 means "until the context fills" in the local-runner: the engine stops at the context anyway.
-    maxTokens: o.num_predict === undefined || o.num_predict === null ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict < 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
+    // num_predict <= 0 means "no limit" in the local runner (it stops only when num_predict > 0 is reached):
+    // until the context fills, where the engine stops anyway.
+    maxTokens: o.num_predict === undefined || o.num_predict === null ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict <= 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
     stop: stopsFrom(o.stop),
     constraint: formatToConstraint(d.format),
     logprobs: 0,
