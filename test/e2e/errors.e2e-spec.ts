@@ -24,6 +24,18 @@ describe('errors in the spec shape', () => {
     const r = await chat({ model: '', messages: [] });
     expect(r.status).toBe(400);
     expect(r.json).toEqual({ error: { message: 'messages is empty', type: 'Bad Request' } });
+    // Missing or null is the same case (it was "messages must be an array (got no value)"), in every dialect.
+    for (const body of [{ max_tokens: 1 }, { messages: null, max_tokens: 1 }]) {
+      expect((await chat(body)).json).toEqual({ error: { message: 'messages is empty', type: 'Bad Request' } });
+      expect((await postJson(`${srv.url}/v1/messages`, body)).json).toEqual({ error: { message: 'messages is empty', type: 'Bad Request' } });
+      expect((await postJson(`${srv.url}/api/chat`, body)).json).toEqual({ error: 'messages is empty' });
+    }
+    expect((await chat({ messages: 'hi' })).json.error.message).toMatch(/^cannot parse request: messages/);
+  });
+
+  it('a JSON schema that is an array is refused, as on /v1/responses', async () => {
+    const r = await chat({ messages: [{ role: 'user', content: 'x' }], max_tokens: 3, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: [] } } });
+    expect([r.status, r.json.error.message]).toEqual([400, 'response_format.json_schema.schema must be a JSON Schema object']);
   });
 
   it('400 for a bad role name', async () => {

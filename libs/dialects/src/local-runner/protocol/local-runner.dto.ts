@@ -58,7 +58,8 @@ export interface RunnerMessage {
 }
 
 export class ChatRequestDto extends RunnerRequestBase {
-  @IsArray() messages!: RunnerMessage[];
+  // Missing is the spec's "messages is empty" (checkMessages), not a type error.
+  @IsOptional() @IsArray() messages!: RunnerMessage[];
   @IsOptional() @IsArray() tools?: Array<Record<string, unknown>>;
 }
 

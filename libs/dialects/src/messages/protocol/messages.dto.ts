@@ -29,7 +29,8 @@ export interface MessagesToolChoice {
  * `stop` from there is not this dialect's field and is not read.
  */
 export class MessagesRequestDto extends SamplingFieldsDto {
-  @IsArray() messages!: MessagesInputMessage[];
+  // Missing is the spec's "messages is empty" (checkMessages), not a type error.
+  @IsOptional() @IsArray() messages!: MessagesInputMessage[];
   // A string or an array of text blocks (checked in the mapper).
   @IsOptional() @ValidateIf((_o, v) => typeof v !== 'string') @IsArray() system?: string | MessagesBlock[];
   @IsOptional() @IsInt() @Min(1) max_tokens?: number;

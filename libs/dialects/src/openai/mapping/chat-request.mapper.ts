@@ -64,7 +64,7 @@ function responseFormat(rf: ResponseFormat | undefined): OutputConstraint {
   if (rf.type === 'json_object') return { kind: 'json' };
   if (rf.type === 'json_schema') {
     const schema = rf.json_schema?.schema;
-    if (!schema || typeof schema !== 'object') throw new InvalidRequestError('response_format.json_schema.schema must be a JSON Schema object');
+    if (!schema || typeof schema !== 'object' || Array.isArray(schema)) throw new InvalidRequestError('response_format.json_schema.schema must be a JSON Schema object');
     return { kind: 'json_schema', schema };
   }
   throw new InvalidRequestError(`response_format.type must be text, json_object or json_schema, got "${rf.type}"`);

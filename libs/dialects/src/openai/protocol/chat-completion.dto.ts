@@ -5,7 +5,8 @@ import { IsStringOrObject } from '../../shared/validators';
 export type ResponseFormat = { type?: string; json_schema?: { name?: string; schema?: unknown; strict?: boolean } };
 
 export class ChatCompletionRequestDto extends SamplingFieldsDto {
-  @IsArray() messages!: Array<Record<string, unknown>>;
+  // Missing is the spec's "messages is empty" (checkMessages), not a type error.
+  @IsOptional() @IsArray() messages!: Array<Record<string, unknown>>;
   @IsOptional() @IsInt() @Min(0) max_tokens?: number;
   @IsOptional() @IsInt() @Min(0) max_completion_tokens?: number;
   @IsOptional() @IsObject() response_format?: ResponseFormat;
