@@ -221,6 +221,20 @@ describe('messages dialect tool use (synthetic qwen2-tiny)', () => {
     expect(promptOf(second.usage)).toBeGreaterThan(promptOf(first.usage));
   });
 
+  it('earlier calls stay in the prompt on a template without a call format (they were dropped)', async () => {
+    const tokens = async (args: string) => {
+      const call = { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: args } };
+      const messages = [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: '{"t":20}' }];
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages, max_tokens: 1, svc_retain_prefix: false });
+      expect(r.status).toBe(200);
+      return r.json.usage.prompt_tokens as number;
+    };
+    const long = await tokens('{"city":"Paris, the one in France, not the one in Texas"}');
+    expect(long).toBeGreaterThan(await tokens('{}'));
+    // Arguments that are no JSON (a model's broken call sent back) are taken as the API takes them.
+    expect(await tokens('not json')).toBeGreaterThan(await tokens(''));
+  });
+
   it('an empty system ("" or no blocks) is no system: the template\'s default system prompt stays', async () => {
     const messages = [{ role: 'user' as const, content: 'x' }];
     const none = (await client.messages.countTokens({ model: '', messages })).input_tokens;

@@ -265,6 +265,21 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     await expectDefsToolWorks(srv, client);
   });
 
+  it('an earlier call whose arguments are no JSON is taken, as the API takes any string (it was a 400 from the template code)', async () => {
+    const turn = (args: string): OpenAI.Chat.ChatCompletionMessageParam[] => [
+      ...USER,
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: args } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+    ];
+    const counts: number[] = [];
+    for (const args of ['not json', '', '{}']) {
+      const r = await client.chat.completions.create({ model: '', tools: TOOLS, messages: turn(args), max_tokens: 1, svc_retain_prefix: false } as any);
+      counts.push(r.usage!.prompt_tokens);
+    }
+    expect(counts[0]).toBeGreaterThan(counts[2]);
+    expect(counts[1]).toBe(counts[2]);
+  });
+
   it('messages: a prefill with a required call is refused by name (chat has no prefill: a call follows)', async () => {
     // It was "invalid grammar: std::exception".
     const message = 'a final assistant message (a prefill the reply continues) cannot be combined with a required tool call (tool_choice required, any or a named tool)';

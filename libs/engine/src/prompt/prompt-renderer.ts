@@ -1,6 +1,6 @@
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError } from '../core/errors';
-import { CoreMessage, CoreTool, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
+import { CoreMessage, CoreTool, CoreToolCall, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
@@ -63,7 +63,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
       throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
     }
   };
-  const chat = apply(prompt.messages, useTools);
+  const { chat, history } = withCallHistory(prompt.messages, (messages) => apply(messages, useTools));
   if (!useTools) return { text: chat.prompt, chat };
   const templateHasTools = chat.supportsTools;
   const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prompt);
@@ -72,7 +72,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
-  const plain = apply(withToolSystemMessage(prompt.messages, tools), false);
+  const plain = apply(withToolSystemMessage(history, tools), false);
   return {
     text: plain.prompt,
     chat: plain,
@@ -148,8 +148,56 @@ function withInlinedRefs(t: CoreTool): CoreTool {
   return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
 }
 
-/** llama.cpp's template code reads string content or text parts. */
+/**
+ * A template with no tool format dropped earlier calls: the next turn never showed the model what
+ * it had called. Such calls are written as the JSON call text the fallback asks for.
+ */
+function withCallHistory(messages: CoreMessage[], apply: (m: CoreMessage[]) => NativeChatPrompt): { chat: NativeChatPrompt; history: CoreMessage[] } {
+  if (!messages.some((m) => m.tool_calls?.length)) return { chat: apply(messages), history: messages };
+  const asText = callsAsText(messages);
+  let chat: NativeChatPrompt;
+  try {
+    chat = apply(messages);
+  } catch (err) {
+    // Calls it could not render: a template without a tool format may still take them as text.
+    const plain = apply(asText);
+    if (plain.supportsTools) throw err;
+    return { chat: plain, history: asText };
+  }
+  return chat.supportsTools ? { chat, history: messages } : { chat: apply(asText), history: asText };
+}
+
+/** Assistant calls as content, one {"name", "arguments"} object per line (the fallback's call format). */
+function callsAsText(messages: CoreMessage[]): CoreMessage[] {
+  return messages.map((m) => {
+    if (!m.tool_calls?.length) return m;
+    const calls = m.tool_calls.map((c) => JSON.stringify({ name: c.function.name, arguments: parsedOr(c.function.arguments) }));
+    const text = textOnly(m).content as string;
+    return { ...m, tool_calls: undefined, content: [text, ...calls].filter((t) => t !== '').join('\n') };
+  });
+}
+
+function jsonArguments(c: CoreToolCall): CoreToolCall {
+  const args = c.function.arguments;
+  if (args.trim() === '') return { ...c, function: { ...c.function, arguments: '{}' } };
+  return parsedOr(args) === args ? { ...c, function: { ...c.function, arguments: JSON.stringify(args) } } : c;
+}
+
+function parsedOr(args: string): unknown {
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
+/**
+ * llama.cpp's template code reads string content or text parts, and call arguments as JSON: the
+ * OpenAI API takes any string there (a model's broken call sent back), which was a 400. Such
+ * arguments go in as a JSON string, empty ones as {}.
+ */
 function textOnly(m: CoreMessage): CoreMessage {
+  if (m.tool_calls?.length) m = { ...m, tool_calls: m.tool_calls.map(jsonArguments) };
   if (!Array.isArray(m.content)) return { ...m, content: m.content ?? '' };
   return { ...m, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
 }
