@@ -1,7 +1,8 @@
 // The deployment files, read as data and checked against the server itself: the ports,
 // paths and flags in the manifests and images are fed through the server's own flag parser
 // (parseFlags + buildConfig), so a manifest that disagrees with the server fails here.
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { parseFlags } from '../../apps/server/src/config/flags';
 import { buildConfig, ServerConfig } from '../../apps/server/src/config/server-config';
@@ -193,6 +194,18 @@ describe.each(variants)('deploy/k8s %s', (_name, docs) => {
     expect(mountFor(c, '/tmp/x')).toBeDefined();
   });
 
+  it('spills contexts to the store\'s volume ($TMPDIR), not the small /tmp emptyDir', () => {
+    const tmp = ((c.env ?? []) as Doc[]).find((e) => e.name === 'TMPDIR')?.value as string;
+    expect(tmp).toBeDefined();
+    expect(mountFor(c, `${tmp}/svc-1/spill`)?.name).toBe('store');
+  });
+
+  it('gives running generations the server\'s 60 s drain, after a preStop pause, inside the grace period', () => {
+    const pause = Number(c.lifecycle.preStop.exec.command[1]);
+    expect(c.lifecycle.preStop.exec.command[0]).toBe('sleep');
+    expect(workload(docs).spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(pause + 60);
+  });
+
   it('requests resources', () => {
     expect(c.resources.requests.cpu).toBeDefined();
     expect(c.resources.requests.memory).toMatch(/^\d+(Mi|Gi)$/);
@@ -231,6 +244,20 @@ describe('deploy/k8s variants', () => {
     expect(podServerConfig(cuda).backend).toBe('cuda');
     expect(budgetSeconds(c.startupProbe)).toBeGreaterThanOrEqual(budgetSeconds(container(base).startupProbe));
     expect((workload(cuda).spec.template.spec.tolerations as Doc[]).map((t) => t.key)).toContain('nvidia.com/gpu');
+  });
+
+  it('cuda keeps the CUDA image when the base\'s image is set (kustomize edit set image svc=...)', () => {
+    // The overlay matched the base's image name: once renamed it ran the CPU image with SVC_BACKEND=cuda.
+    const copy = mkdtempSync(join(tmpdir(), 'svc-k8s-'));
+    try {
+      cpSync(K8S, copy, { recursive: true });
+      const kfile = join(copy, 'base', 'kustomization.yaml');
+      writeFileSync(kfile, readFileSync(kfile, 'utf8').replace(/newName: svc\n(\s+)newTag: cpu/, 'newName: registry.example.com/svc\n$1newTag: 0.3.0-cpu'));
+      expect(container(kustomize(join(copy, 'base'))).image).toBe('registry.example.com/svc:0.3.0-cpu');
+      expect(container(kustomize(join(copy, 'overlays', 'cuda'))).image).toBe('svc:cuda');
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 
   it('pod-tls serves the Secret\'s certificate from the pods and tells the Ingress', () => {

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { connect, Socket } from 'node:net';
 import { Agent, request } from 'node:http';
 import OpenAI from 'openai';
-import { fixtureModel, STORIES } from './helpers/fixtures';
+import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
@@ -173,6 +175,25 @@ describe('graceful shutdown', () => {
     const text = await readRest(reader);
     expect(text.trim().endsWith('data: [DONE]')).toBe(true);
     expect(await exit).toBe(0);
+  });
+
+  it('a SIGTERM while the server boots ends it with 0 once it is up (it was killed, 143); piped logs have no colour codes', async () => {
+    const proc = spawn(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', '127.0.0.1:0', '-m', fixtureModel(STORIES), '-threads', '1'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const exit = new Promise<[number | null, string | null]>((resolve) => proc.on('exit', (code, signal) => resolve([code, signal])));
+    // Nest's first line: the server is booting, not yet listening.
+    await new Promise<void>((resolve) => {
+      const seen = (d: Buffer) => {
+        out += d;
+        if (out.includes('[Nest]')) resolve();
+      };
+      proc.stdout!.on('data', seen);
+      proc.stderr!.on('data', seen);
+    });
+    proc.kill('SIGTERM');
+    expect(await exit).toEqual([0, null]);
+    expect(out).toContain('SIGTERM: finishing running requests');
+    expect(out).not.toContain('\x1b[');
   });
 
   it('a keep-alive client whose request finishes during the shutdown does not hold the exit', async () => {

@@ -6,6 +6,10 @@ import { FlagError, helpText, parseFlags } from './config/flags';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
 
+// Logs read from a pipe (a container's, a service manager's) get no colour codes; FORCE_COLOR or a
+// NO_COLOR of one's own wins.
+if (!process.stdout.isTTY && process.env.FORCE_COLOR === undefined) process.env.NO_COLOR ??= '1';
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -34,34 +38,41 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const app = await bootstrap(config);
-  // Graceful stop: no new requests, running streams end cleanly, the engine is freed.
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.error(`svc: ${signal}: finishing running requests`);
-    const force = setTimeout(() => process.exit(1), 60_000);
-    force.unref();
-    // A keep-alive connection whose request finishes during the close stays open and would hold
-    // the close until the forced exit: such connections are closed as soon as they go idle, and
-    // so are those whose request has not fully arrived.
-    const server = app.getHttpServer() as Server;
-    const sweep = setInterval(() => {
-      server.closeIdleConnections();
-      dropUnstartedRequests(server);
-    }, 50);
-    sweep.unref();
-    app.close().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(`svc: shutdown failed: ${(err as Error).message}`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // Installed before the server boots: a signal during the boot (a pod scaled down at once) killed
+  // the process with 143; now the boot finishes and the stop below runs.
+  let app: Awaited<ReturnType<typeof bootstrap>> | undefined;
+  let pending: string | undefined;
+  const onSignal = (signal: string) => (app ? stop(app, signal) : (pending ??= signal));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  app = await bootstrap(config);
+  if (pending) stop(app, pending);
+}
+
+/** Graceful stop: no new requests, running streams end cleanly, the engine is freed. */
+let stopping = false;
+function stop(app: Awaited<ReturnType<typeof bootstrap>>, signal: string): void {
+  if (stopping) return;
+  stopping = true;
+  console.error(`svc: ${signal}: finishing running requests`);
+  const force = setTimeout(() => process.exit(1), 60_000);
+  force.unref();
+  // A keep-alive connection whose request finishes during the close stays open and would hold
+  // the close until the forced exit: such connections are closed as soon as they go idle, and
+  // so are those whose request has not fully arrived.
+  const server = app.getHttpServer() as Server;
+  const sweep = setInterval(() => {
+    server.closeIdleConnections();
+    dropUnstartedRequests(server);
+  }, 50);
+  sweep.unref();
+  app.close().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(`svc: shutdown failed: ${(err as Error).message}`);
+      process.exit(1);
+    },
+  );
 }
 
 main().catch((err) => {
