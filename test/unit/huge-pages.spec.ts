@@ -1,4 +1,5 @@
 import { hugePagesLine, thpUsable, useHugePages } from '../../libs/engine/src/models/huge-pages';
+import { defaultMemoryBudget, usableMemory } from '../../libs/engine/src/models/residency';
 
 const GiB = 1 << 30;
 const MADVISE = 'always [madvise] never\n';
@@ -36,5 +37,18 @@ describe('-huge-pages policy', () => {
       .toMatch(/; madvise\(MADV_HUGEPAGE\): Invalid argument$/);
     expect(hugePagesLine({ advisedBytes: 4 * MiB, collapsedBytes: 0, error: null, collapseError: null }, { advisedBytes: 4 * MiB, collapsedBytes: 0, error: null, collapseError: 'madvise(MADV_COLLAPSE): Resource temporarily unavailable' }))
       .toMatch(/\(0 MiB of it already in use, moved\); madvise\(MADV_COLLAPSE\): Resource temporarily unavailable$/);
+  });
+});
+
+describe('the memory a process may use', () => {
+  const GiB = 1024 ** 3;
+  it('is the container\'s limit where it is below the machine\'s memory (a pod sized its budget from the node)', () => {
+    expect(usableMemory(64 * GiB, 8 * GiB)).toBe(8 * GiB);
+    expect(defaultMemoryBudget(usableMemory(64 * GiB, 8 * GiB))).toBe(6 * GiB);
+    // No limit: cgroup v2 reports "max" as 2^64, Node 0 or undefined where it cannot tell.
+    expect(usableMemory(64 * GiB, 2 ** 64)).toBe(64 * GiB);
+    expect(usableMemory(64 * GiB, 0)).toBe(64 * GiB);
+    expect(usableMemory(64 * GiB, undefined)).toBe(64 * GiB);
+    expect(defaultMemoryBudget(GiB)).toBe(512 * 1024 ** 2);
   });
 });

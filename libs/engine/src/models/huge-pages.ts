@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { totalmem } from 'node:os';
+import { usableMemory } from './residency';
 import { NativeHugePages } from '../backend/native-addon';
 
 /**
@@ -33,7 +33,7 @@ export interface HugePagesInput {
 export function useHugePages(i: HugePagesInput): boolean {
   if (i.mode === 'off' || !thpUsable(i.thpSetting === undefined ? thpSetting() : i.thpSetting)) return false;
   if (i.mode === 'on') return true;
-  return i.weightsOnCpu && i.fileBytes >= AUTO_MIN_BYTES && i.fileBytes < (i.totalBytes ?? totalmem()) / 2;
+  return i.weightsOnCpu && i.fileBytes >= AUTO_MIN_BYTES && i.fileBytes < (i.totalBytes ?? usableMemory()) / 2;
 }
 
 /**

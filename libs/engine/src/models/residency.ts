@@ -49,8 +49,17 @@ export function parseBytes(v: string): number {
   return Math.round(Number(m[1]) * base ** Math.max(0, pow));
 }
 
-export function defaultMemoryBudget(): number {
-  return Math.max(512 << 20, totalmem() - 2 * 1024 ** 3);
+export function defaultMemoryBudget(usable = usableMemory()): number {
+  return Math.max(512 << 20, usable - 2 * 1024 ** 3);
+}
+
+/**
+ * The memory this process may use: the machine's, or its cgroup's limit where lower (a container
+ * or pod limit). Sized from the node's memory, a pod limited to 8 GiB on a big node never unloaded
+ * a model and was OOM-killed instead.
+ */
+export function usableMemory(total = totalmem(), limit: number | undefined = process.constrainedMemory?.()): number {
+  return limit && limit > 0 && limit < total ? limit : total;
 }
 
 /** Positions per request for a model, from its metadata: the same rule the loader applies. */
