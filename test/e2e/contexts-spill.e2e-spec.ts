@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spillRoot } from '../../libs/engine/src/models/kept-contexts';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -10,9 +10,9 @@ const STORY =
   'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. ' +
   'One day, she saw a big red ball under a tree. She ran to get it and kicked it very high. ';
 
-/** Where a server process spills contexts: $TMPDIR/svc-<pid>/spill/<hash of file and weights>/<id>.kv. */
+/** Where a server process spills contexts: $TMPDIR/svc-<pid>-<host>/spill/<hash of file and weights>/<id>.kv. */
 function spillFiles(srv: RunningServer): string[] {
-  const root = join(tmpdir(), `svc-${srv.proc.pid}`, 'spill');
+  const root = join(spillRoot(srv.proc.pid!), 'spill');
   if (!existsSync(root)) return [];
   return readdirSync(root).flatMap((d) => readdirSync(join(root, d)));
 }
@@ -90,19 +90,19 @@ describe('context spilling: beyond -context-slots', () => {
   it('removes the spill folder when the server stops, and a killed server\'s folder when the next one starts', async () => {
     expect(spillFiles(srv).length).toBeGreaterThan(0);
     await srv.stop();
-    expect(existsSync(join(tmpdir(), `svc-${srv.proc.pid}`))).toBe(false);
+    expect(existsSync(spillRoot(srv.proc.pid!))).toBe(false);
     const killed = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
     const ctx = await postJson(`${killed.url}/v1/contexts`, { prompt: STORY });
     expect(ctx.status).toBe(201);
     // Spilled by hand: a folder as a SIGKILL leaves it.
-    mkdirSync(join(tmpdir(), `svc-${killed.proc.pid}`, 'spill', 'x'), { recursive: true });
-    writeFileSync(join(tmpdir(), `svc-${killed.proc.pid}`, 'spill', 'x', 'ctx_1.kv'), 'state');
+    mkdirSync(join(spillRoot(killed.proc.pid!), 'spill', 'x'), { recursive: true });
+    writeFileSync(join(spillRoot(killed.proc.pid!), 'spill', 'x', 'ctx_1.kv'), 'state');
     killed.proc.kill('SIGKILL');
     await new Promise((r) => killed.proc.once('exit', r));
-    expect(existsSync(join(tmpdir(), `svc-${killed.proc.pid}`))).toBe(true);
+    expect(existsSync(spillRoot(killed.proc.pid!))).toBe(true);
     const next = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
     try {
-      expect(existsSync(join(tmpdir(), `svc-${killed.proc.pid}`))).toBe(false);
+      expect(existsSync(spillRoot(killed.proc.pid!))).toBe(false);
     } finally {
       await next.stop();
     }

@@ -57,31 +57,51 @@ export class KeptContexts {
 }
 
 /**
- * Spill folders ($TMPDIR/svc-<pid>) of svc processes that died without their
- * shutdown (SIGKILL, a crash): nothing will read them again.
+ * This process's folder under $TMPDIR: svc-<pid>-<host>. The host is in the name because a
+ * container's server has the same pid at every start: another container sharing $TMPDIR would
+ * share the folder, and a restarted one found its killed predecessor's files as its own.
  */
-export function removeDeadSpills(): void {
+export function spillRoot(pid = process.pid, base = tmpdir()): string {
+  return join(base, `svc-${pid}-${hostPart()}`);
+}
+
+function hostPart(): string {
+  return hostname().replace(/[^A-Za-z0-9.-]/g, '_').slice(0, 64);
+}
+
+/**
+ * Spill folders of svc processes on this host that died without their shutdown (SIGKILL, a
+ * crash): nothing will read them again. A folder with our own name is one of those too (a
+ * restarted container: same pid, same host). Folders of other hosts are theirs to judge.
+ */
+export function removeDeadSpills(base = tmpdir()): void {
+  const own = spillRoot(process.pid, base);
   let names: string[];
   try {
-    names = readdirSync(tmpdir());
-    // Our own folder names its host: a process of another container sharing this $TMPDIR (its
-    // pids are not ours to look up) keeps its folder.
-    mkdirSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true });
-    writeFileSync(join(tmpdir(), `svc-${process.pid}`, 'host'), hostname());
+    names = readdirSync(base);
+    rmSync(own, { recursive: true, force: true });
+    mkdirSync(own, { recursive: true });
+    // Read by servers from before the host was in the name (svc-<pid>).
+    writeFileSync(join(own, 'host'), hostname());
   } catch {
     return;
   }
   for (const name of names) {
-    const pid = Number(/^svc-(\d+)$/.exec(name)?.[1]);
-    if (!pid || pid === process.pid || alive(pid)) continue;
-    let host: string | undefined;
-    try {
-      host = readFileSync(join(tmpdir(), name, 'host'), 'utf8');
-    } catch {
-      // no host recorded (a folder from before): judged by the pid alone
+    const m = /^svc-(\d+)(-.+)?$/.exec(name);
+    const pid = Number(m?.[1]);
+    if (!m || !pid || join(base, name) === own) continue;
+    if (m[2] !== undefined && m[2] !== `-${hostPart()}`) continue;
+    if (alive(pid)) continue;
+    if (m[2] === undefined) {
+      let host: string | undefined;
+      try {
+        host = readFileSync(join(base, name, 'host'), 'utf8');
+      } catch {
+        // no host recorded (a folder from before): judged by the pid alone
+      }
+      if (host !== undefined && host !== hostname()) continue;
     }
-    if (host !== undefined && host !== hostname()) continue;
-    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    rmSync(join(base, name), { recursive: true, force: true });
   }
 }
 

@@ -5,10 +5,10 @@ import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ContextRegistry } from '../contexts/context-registry';
-import { KeptContexts, removeDeadSpills } from './kept-contexts';
+import { KeptContexts, removeDeadSpills, spillRoot } from './kept-contexts';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
 import { useBackendSampling } from './backend-sampling';
@@ -143,7 +143,7 @@ export class ModelManager {
       m.ctx.dispose();
       m.native.dispose();
     }
-    rmSync(join(tmpdir(), `svc-${process.pid}`), { recursive: true, force: true });
+    rmSync(spillRoot(), { recursive: true, force: true });
     this.loaded.clear();
     this.ready.clear();
   }
@@ -306,7 +306,7 @@ export class ModelManager {
     if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) this.log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
     // Per file and weights: two names of one blob are one load, but a copy at another path (the
     // -m file and its copy in the store) is another load whose context ids would collide.
-    const spillDir = join(tmpdir(), `svc-${process.pid}`, 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
+    const spillDir = join(spillRoot(), 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
     const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
     await this.kept.adoptInto(entry.path, contexts);
     const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
