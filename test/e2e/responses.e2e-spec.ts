@@ -90,6 +90,32 @@ describe('responses API on the real engine (stories260K)', () => {
     expect((await fetch(`${srv.url}/v1/responses/resp_unknown`)).status).toBe(404);
   });
 
+  it('lists a response\'s input items (the official client\'s inputItems.list), paged newest first', async () => {
+    const input: Input = [
+      { role: 'developer', content: 'Tell a story.' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Once upon' }] },
+      { role: 'assistant', content: 'a time' },
+      { role: 'user', content: 'go on' },
+    ];
+    const r = await turn({ input });
+    const all: OpenAI.Responses.ResponseItem[] = [];
+    for await (const item of client.responses.inputItems.list(r.id, { order: 'asc', limit: 3 })) all.push(item);
+    expect(all.map((i) => (i as OpenAI.Responses.ResponseInputMessageItem).role)).toEqual(['developer', 'user', 'assistant', 'user']);
+    expect(all.every((i) => i.type === 'message' && i.id.startsWith('msg_'))).toBe(true);
+    expect((all[0] as OpenAI.Responses.ResponseInputMessageItem).content).toEqual([{ type: 'input_text', text: 'Tell a story.' }]);
+    expect((all[2] as any).content).toEqual([{ type: 'output_text', text: 'a time' }]);
+    const first = await client.responses.inputItems.list(r.id, { limit: 2 });
+    expect(first.data.map((i) => i.id)).toEqual([all[3].id, all[2].id]);
+    expect(first.has_more).toBe(true);
+    const page = await fetch(`${srv.url}/v1/responses/${r.id}/input_items?after=${all[2].id}`).then((x) => x.json());
+    expect(page).toMatchObject({ object: 'list', first_id: all[1].id, last_id: all[0].id, has_more: false });
+    // A string input is one user message; another owner's or an unknown response is 404.
+    const plain = await turn({ input: 'Once' });
+    expect((await client.responses.inputItems.list(plain.id)).data).toMatchObject([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Once' }], status: 'completed' }]);
+    expect((await fetch(`${srv.url}/v1/responses/resp_unknown/input_items`)).status).toBe(404);
+    expect((await fetch(`${srv.url}/v1/responses/${r.id}/input_items?limit=0`)).status).toBe(400);
+  });
+
   it('reads instructions as this turn\'s system message', async () => {
     const plain = await turn({ input: 'Once upon a time' });
     const told = await turn({ input: 'Once upon a time', instructions: 'Tell a story about a dog.' });

@@ -5,7 +5,7 @@ import { ResponsesRequestDto } from '../../libs/dialects/src/responses/protocol/
 import { WireResponse } from '../../libs/dialects/src/responses/protocol/wire-types';
 import { ResponseStore, STORED_RESPONSES_CAP, StoredResponse } from '../../libs/dialects/src/responses/response-store';
 
-const rec = (id: string, owner = ''): StoredResponse => ({ response: { id } as WireResponse, owner, conversation: [], context: { model: 'm', id: `ctx_${id}` } });
+const rec = (id: string, owner = ''): StoredResponse => ({ response: { id } as WireResponse, owner, conversation: [], inputItems: [], context: { model: 'm', id: `ctx_${id}` } });
 
 describe('ResponseStore', () => {
   it('keeps the last 256 by default and hands back the evicted, oldest first', () => {

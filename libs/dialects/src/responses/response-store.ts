@@ -1,5 +1,6 @@
 import { ContextRef, CoreMessage } from '../../../engine/src/core/generation-request';
 import { WireResponse } from './protocol/wire-types';
+import { WireInputItem } from './rendering/input-items';
 
 /** The spec's bound: only the last 256 stored responses are kept. */
 export const STORED_RESPONSES_CAP = 256;
@@ -11,6 +12,8 @@ export interface StoredResponse {
   owner: string;
   /** The whole conversation through this turn, instructions excluded (they are per turn). */
   conversation: CoreMessage[];
+  /** This turn's `input` as GET .../input_items lists it. */
+  inputItems: WireInputItem[];
   /** The KV context holding that conversation, on the model that made it. */
   context?: ContextRef;
 }

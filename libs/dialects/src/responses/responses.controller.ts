@@ -1,10 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { requestIdentity } from '../../../http/src/identity';
 import { StreamWriter } from '../../../http/src/sse';
 import { ResponsesRequestDto } from './protocol/responses.dto';
 import { ResponsesRenderer } from './rendering/responses-renderer';
+import { PageQuery } from './rendering/input-items';
 import { ResponsesService } from './responses.service';
 
 /** The Responses dialect: DTO → turn (core request on a kept context) → renderer → stored response. */
@@ -28,6 +29,11 @@ export class ResponsesController {
   @Get(':id')
   get(@Param('id') id: string, @Req() req: FastifyRequest): unknown {
     return this.responses.get(id, requestIdentity(req));
+  }
+
+  @Get(':id/input_items')
+  inputItems(@Param('id') id: string, @Query() q: PageQuery, @Req() req: FastifyRequest): unknown {
+    return this.responses.inputItems(id, requestIdentity(req), q);
   }
 
   @Delete(':id')

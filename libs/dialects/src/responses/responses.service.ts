@@ -10,6 +10,7 @@ import { responsesRequestToCore } from './mapping/responses-request.mapper';
 import { ResponsesRequestDto } from './protocol/responses.dto';
 import { WireResponse } from './protocol/wire-types';
 import { ResponseStore, StoredResponse } from './response-store';
+import { InputItemsPage, pageOf, PageQuery, wireInputItems } from './rendering/input-items';
 
 export class ResponseNotFoundError extends EngineError {
   constructor(id: string) {
@@ -55,14 +56,15 @@ export class ResponsesService {
       events: handle.events,
       finish: async (final) => {
         settled = true;
-        const rec: StoredResponse = { response: final, owner, conversation: [...(prev?.conversation ?? []), ...input, assistantTurn(final)], context: handle.context };
+        const conversation = [...(prev?.conversation ?? []), ...input, assistantTurn(final)];
+        const rec: StoredResponse = { response: final, owner, conversation, inputItems: wireInputItems(d.input), context: handle.context };
         if (!store) return this.drop(rec);
         for (const old of this.store.put(rec)) await this.drop(old);
       },
       abandon: async () => {
         if (settled) return;
         settled = true;
-        await this.drop({ response: base, owner, conversation: [], context: handle.context });
+        await this.drop({ response: base, owner, conversation: [], inputItems: [], context: handle.context });
       },
     };
   }
@@ -71,6 +73,13 @@ export class ResponsesService {
     const rec = this.store.get(id, ownerKey(who));
     if (!rec) throw new ResponseNotFoundError(id);
     return rec.response;
+  }
+
+  /** GET /v1/responses/{id}/input_items: what the turn was sent, paged. */
+  inputItems(id: string, who: RequestIdentity, q: PageQuery): InputItemsPage {
+    const rec = this.store.get(id, ownerKey(who));
+    if (!rec) throw new ResponseNotFoundError(id);
+    return pageOf(rec.inputItems, q);
   }
 
   async remove(id: string, who: RequestIdentity): Promise<{ id: string; object: 'response'; deleted: true }> {
