@@ -128,6 +128,23 @@ describe('model store faults', () => {
     expect(health.warning).toBe('this server has no model. Pull one: POST /api/pull');
   });
 
+  it('two names of one file share a load, and each request answers to the name it asked for', async () => {
+    const tiny = `${reg.host}/library/tiny:latest`;
+    expect((await pull(tiny)).status).toBe(200);
+    expect((await call(`${srv.url}/api/copy`, 'POST', { source: tiny, destination: 'alias' })).status).toBe(200);
+    try {
+      const first = await postJson(`${srv.url}/api/generate`, { model: 'alias', prompt: 'x', stream: false, options: { num_predict: 1 } });
+      expect([first.status, first.json.model]).toEqual([200, 'alias:latest']);
+      const gen = await postJson(`${srv.url}/api/generate`, { model: tiny, prompt: 'x', stream: false, options: { num_predict: 1 } });
+      const chat = await postJson(`${srv.url}/v1/chat/completions`, { model: tiny, messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+      const msg = await postJson(`${srv.url}/v1/messages`, { model: tiny, messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+      const unload = await postJson(`${srv.url}/api/generate`, { model: tiny, keep_alive: 0, stream: false });
+      expect([gen.json.model, chat.json.model, msg.json.model, unload.json.model]).toEqual([tiny, tiny, tiny, tiny]);
+    } finally {
+      await call(`${srv.url}/api/delete`, 'DELETE', { model: 'alias' });
+    }
+  });
+
   it('a copy over an existing name frees the blobs only the old manifest held', async () => {
     const tiny = `${reg.host}/library/tiny:latest`;
     const page = await serveFile('/other.gguf', Buffer.concat([weights, Buffer.alloc(64)]));
@@ -137,8 +154,10 @@ describe('model store faults', () => {
       const before = blobs().length;
       // Loaded under the name the copy replaces: those weights are then named by nothing and go.
       expect((await postJson(`${srv.url}/api/generate`, { model: 'other', prompt: 'x', stream: false, options: { num_predict: 1 } })).status).toBe(200);
-      const loaded = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models.map((m: any) => m.digest);
-      const [replaced] = await loaded();
+      const ps = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models as Array<{ name: string; digest: string }>;
+      const loaded = async () => (await ps()).map((m) => m.digest);
+      const replaced = (await ps()).find((m) => m.name === 'other:latest')?.digest;
+      expect(replaced).toBeDefined();
       expect((await call(`${srv.url}/api/copy`, 'POST', { source: tiny, destination: 'other' })).status).toBe(200);
       expect(blobs().length).toBe(before - 1);
       expect(await loaded()).not.toContain(replaced);

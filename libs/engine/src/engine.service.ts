@@ -17,6 +17,8 @@ export const LEXICON = Symbol('LEXICON');
 
 export interface GenerationHandle {
   model: LoadedModel;
+  /** The name the request asked for, resolved (two names of one file share a load but answer to their own). */
+  modelName: string;
   promptTokens: number;
   events: AsyncIterable<GenerationEvent>;
   /** Prompt tokens read from a cache (prefix cache, a context); known once the first event arrived. */
@@ -40,6 +42,7 @@ export class EngineService implements OnApplicationShutdown {
   async generate(req: GenerationRequest): Promise<GenerationHandle> {
     const requested = this.resolveLexicon(req);
     const lm = await this.models.acquire(req.model);
+    const modelName = this.models.nameOf(req.model, lm.name);
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
     const tokens = await tokenizePrompt(lm, rendered.text);
@@ -76,7 +79,7 @@ export class EngineService implements OnApplicationShutdown {
     let cached = 0;
     try {
       events = lm.scheduler.submit({
-        modelName: lm.name,
+        modelName,
         promptTokens: tokens,
         sampler,
         maxTokens: req.maxTokens,
@@ -98,7 +101,7 @@ export class EngineService implements OnApplicationShutdown {
       if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, promptTokens: tokens.length, events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
+    return { model: lm, modelName, promptTokens: tokens.length, events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
   }
 
   /** Frees a context kept for a request (keepContext), also of a model not loaded now. */

@@ -53,7 +53,7 @@ export class RunnerController {
     const handle = await this.engine.generate(req);
     const lm = handle.model;
     const loadNs = lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0;
-    const r = new RunnerRenderer(kind, lm.name, started, loadNs);
+    const r = new RunnerRenderer(kind, handle.modelName, started, loadNs);
     if (dto.stream ?? true) await r.stream(handle.events, new StreamWriter(reply, 'application/x-ndjson'));
     else await reply.send(await r.complete(handle.events));
   }
@@ -64,7 +64,7 @@ export class RunnerController {
     const unload = parseKeepAlive(dto.keep_alive) === 0;
     const lm = unload ? undefined : await this.engine.models.acquire(dto.model ?? '', { keepAlive: dto.keep_alive });
     const body = {
-      model: lm?.name ?? (await this.engine.models.expire(dto.model ?? '')),
+      model: lm ? this.engine.models.nameOf(dto.model ?? '') : await this.engine.models.expire(dto.model ?? ''),
       created_at: new Date().toISOString(),
       response: '',
       done: true,

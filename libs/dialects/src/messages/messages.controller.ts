@@ -22,7 +22,7 @@ export class MessagesController {
   async create(@Body() dto: MessagesRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const req = messagesRequestToCore(dto, scope);
     const handle = await this.engine.generate(req);
-    const r = new MessagesRenderer(handle.model.name, handle.promptTokens, req.stop, handle.cachedPromptTokens);
+    const r = new MessagesRenderer(handle.modelName, handle.promptTokens, req.stop, handle.cachedPromptTokens);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));
   }

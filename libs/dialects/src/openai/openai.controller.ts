@@ -19,7 +19,7 @@ export class OpenAIController {
   @HttpCode(200)
   async chat(@Body() dto: ChatCompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const handle = await this.engine.generate(chatRequestToCore(dto, scope));
-    const r = new ChatRenderer(handle.model.name);
+    const r = new ChatRenderer(handle.modelName);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));
   }
@@ -28,7 +28,7 @@ export class OpenAIController {
   @HttpCode(200)
   async completions(@Body() dto: CompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const handle = await this.engine.generate(completionRequestToCore(dto, scope));
-    const r = new CompletionRenderer(handle.model.name);
+    const r = new CompletionRenderer(handle.modelName);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));
   }

@@ -126,7 +126,7 @@ function baseResponse(d: ResponsesRequestDto, handle: GenerationHandle, maxToken
     incomplete_details: null,
     instructions: d.instructions ?? null,
     max_output_tokens: maxTokens,
-    model: handle.model.name,
+    model: handle.modelName,
     output: [],
     parallel_tool_calls: d.parallel_tool_calls ?? false,
     previous_response_id: d.previous_response_id ?? null,

@@ -92,14 +92,23 @@ export class ModelManager {
     return lm;
   }
 
+  /** The name a request for `name` answers to ('' = the default model); `fallback` when it was deleted meanwhile. */
+  nameOf(name: string, fallback = name): string {
+    try {
+      return this.catalog.resolve(name, { generating: true }).name;
+    } catch {
+      return fallback;
+    }
+  }
+
   /**
    * keep_alive 0 without a prompt (the local runner's unload): a loaded model expires, one not
    * loaded stays so (loading gigabytes only to free them). Returns the name the model answers to.
    */
   async expire(name: string): Promise<string> {
     const entry = this.catalog.resolve(name, { generating: true });
-    if (!this.loaded.has(entry.path)) return entry.name;
-    return (await this.acquire(name, { keepAlive: 0 })).name;
+    if (this.loaded.has(entry.path)) await this.acquire(name, { keepAlive: 0 });
+    return entry.name;
   }
 
   /** Frees the loaded copy of a file no listed name refers to (after a delete or copy), once its requests finish; its contexts go with it. */
