@@ -4,7 +4,7 @@
  * request is a 400, nothing half-pulled is listed or kept, and deleting one name of shared
  * weights leaves the others (and their contexts) alone.
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
@@ -46,6 +46,9 @@ describe('model store faults', () => {
     reg.addRaw('library/long:latest', manifest([{ ...layer, size: 1000 }]));
     // A manifest of 5 MiB: it was read whole into memory (one of gigabytes took the server down).
     reg.addRaw('library/huge:latest', JSON.stringify({ ...manifest([layer]), padding: 'x'.repeat(5 << 20) }));
+    // Weights plus a LoRA adapter layer: listed as <base>+<name>.
+    reg.add({ name: 'library/adapter:latest', layers: [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.adapter', data: Buffer.concat([weights, Buffer.alloc(32)]) }] });
+    reg.add({ name: 'library/swap:latest', layers: [{ mediaType: MODEL, data: Buffer.concat([weights, Buffer.alloc(96)]) }] });
     srv = await startServer(['-threads', '2', '-store', store], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')), SVC_REGISTRY_SCHEME: 'http' } });
   });
   afterAll(async () => {
@@ -164,6 +167,50 @@ describe('model store faults', () => {
     } finally {
       await page.stop();
     }
+  });
+
+  it('an adapter entry copies as an adapter and deletes with its manifest; concurrent copies of a file all land', async () => {
+    const tiny = `${reg.host}/library/tiny:latest`;
+    const adapter = `${reg.host}/library/adapter:latest`;
+    expect((await pull(tiny)).status).toBe(200);
+    expect((await pull(adapter)).status).toBe(200);
+    const tags = async () => ((await (await fetch(`${srv.url}/api/tags`)).json()) as any).models.map((m: any) => m.name as string);
+    const entry = (await tags()).find((n) => n.endsWith(`+${adapter}`));
+    expect(entry).toBeDefined();
+    expect((await call(`${srv.url}/api/copy`, 'POST', { source: entry, destination: 'ad2' })).status).toBe(200);
+    expect(await tags()).toContain(`${entry!.split('+')[0]}+ad2:latest`);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: entry })).status).toBe(200);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: `${entry!.split('+')[0]}+ad2:latest` })).status).toBe(200);
+    // No manifest is left pointing at a deleted blob, and the base's weights stay.
+    const manifests = readdirSync(join(store, 'manifests'), { recursive: true }).map(String);
+    expect(manifests.filter((f) => /adapter|ad2/.test(f))).toEqual([]);
+    expect(blobs()).toContain(sha256(weights).replace(':', '-'));
+    expect((await call(`${srv.url}/api/show`, 'POST', { model: tiny })).status).toBe(200);
+    // Eight copies of one file at once: one temporary file each, so none fails on another's rename.
+    writeFileSync(join(store, 'flat.gguf'), weights);
+    const copies = await Promise.all([...Array(8).keys()].map((i) => call(`${srv.url}/api/copy`, 'POST', { source: 'flat', destination: `flat${i}` })));
+    expect(copies.map((c) => c.status)).toEqual(Array(8).fill(200));
+    for (let i = 0; i < 8; i++) expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: `flat${i}` })).status).toBe(200);
+    unlinkSync(join(store, 'flat.gguf'));
+    expect(readdirSync(join(store, 'partial'))).toEqual([]);
+  });
+
+  it('a pull that moves a tag to new weights frees the old ones', async () => {
+    const swap = `${reg.host}/library/swap:latest`;
+    expect((await pull(swap)).status).toBe(200);
+    expect((await postJson(`${srv.url}/api/generate`, { model: swap, prompt: 'x', stream: false, keep_alive: -1, options: { num_predict: 1 } })).status).toBe(200);
+    const digests = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models.filter((m: any) => m.name === swap).map((m: any) => m.digest);
+    const [old] = await digests();
+    expect(old).toBeDefined();
+    reg.add({ name: 'library/swap:latest', layers: [{ mediaType: MODEL, data: Buffer.concat([weights, Buffer.alloc(128)]) }] });
+    expect((await pull(swap)).status).toBe(200);
+    for (let i = 0; i < 50 && (await digests()).includes(old); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await digests()).not.toContain(old);
+    expect((await postJson(`${srv.url}/api/generate`, { model: swap, prompt: 'x', stream: false, options: { num_predict: 1 } })).status).toBe(200);
+    const now = await digests();
+    expect(now).toHaveLength(1);
+    expect(now[0]).not.toBe(old);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: swap })).status).toBe(200);
   });
 
   it('a keep_alive past any date is forever; keep_alive 0 with no prompt answers unload', async () => {

@@ -73,6 +73,15 @@ describe('null and empty fields', () => {
     expect(r.json.eval_count).toBeGreaterThan(1);
   });
 
+  it('seed null is no seed, on the local runner, chat completions and completions', async () => {
+    const asks: Array<[string, object]> = [
+      ['/api/generate', { stream: false, raw: true, prompt: 'Once', options: { num_predict: 2, seed: null } }],
+      ['/v1/chat/completions', { max_tokens: 2, seed: null, messages: [{ role: 'user', content: 'hi' }] }],
+      ['/v1/completions', { max_tokens: 2, seed: null, prompt: 'Once' }],
+    ];
+    for (const [path, body] of asks) expect([path, (await postJson(`${stories.url}${path}`, body)).status]).toEqual([path, 200]);
+  });
+
   it('one generated token reports a positive eval_duration (clients divide by it)', async () => {
     const r = await postJson(`${stories.url}/api/generate`, { stream: false, raw: true, prompt: 'Once upon a time', options: { num_predict: 1 } });
     expect(r.json.eval_count).toBe(1);

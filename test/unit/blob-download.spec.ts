@@ -155,4 +155,33 @@ describe('downloadBlob of a plain URL (no digest)', () => {
     expect(seen[1]).toEqual({ range: 'bytes=100000-', ifRange: '"v1"' });
     expect(readdirSync(join(dir, 'partial'))).toEqual([]);
   });
+  it('a server that ignores ranges and ends the body at the same byte each time fails after bounded tries, leaving no part', async () => {
+    const data = Buffer.alloc(200_000, 3);
+    // Declares the whole file, sends 100 kB of it and ends (as a server whose file is shorter than its HEAD said).
+    const s = await serve((_req, res) => {
+      res.writeHead(200);
+      res.end(data.subarray(0, 100_000));
+    });
+    servers.push(s.server);
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const t0 = Date.now();
+    await expect(downloadBlob(job(s.url, dir, { size: data.length }))).rejects.toThrow(/failed: the body ended at byte 100000 of 200000 again|failed: the registry ignored the range/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(s.requests.length).toBeLessThanOrEqual(16);
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  it('a permanent refusal mid-pull leaves neither the part nor its validator', async () => {
+    let n = 0;
+    const s = await serve((_req, res) => {
+      if (n++ === 0) {
+        res.writeHead(200, { etag: '"v1"' });
+        res.end(Buffer.alloc(1000, 5)); // short: the next try resumes
+      } else res.writeHead(404).end();
+    });
+    servers.push(s.server);
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    await expect(downloadBlob(job(s.url, dir, { size: 5000 }))).rejects.toThrow('404');
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
 });

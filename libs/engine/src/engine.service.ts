@@ -162,8 +162,8 @@ function samplerError(err: Error, c: OutputConstraint): string {
  * that, as in llama-server and the local runner. Any other integer seeds reproducibly, folded
  * into the 2^32 - 1 values that are not random (4294967295 was random, 1e20 undefined).
  */
-function nativeSeed(seed: number | undefined): number | undefined {
-  if (seed === undefined || seed === -1) return undefined;
+function nativeSeed(seed: number | null | undefined): number | undefined {
+  if (seed == null || seed === -1) return undefined;
   if (!Number.isSafeInteger(seed) || seed < -1) throw new InvalidRequestError(`seed must be -1 (random) or an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   return seed % 0xffffffff;
 }

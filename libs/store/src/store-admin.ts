@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
 import { copyFile, open } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { EngineError, InvalidRequestError, ModelNotFoundError } from '../../engine/src/core/errors';
 import { sha256File } from '../../engine/src/models/file-hash';
@@ -32,17 +33,16 @@ export class StoreAdmin {
     const src = this.catalog.list().find((e) => sameModel(e.name, String(source ?? '')));
     if (!src) throw new ModelNotFoundError(notFoundMessage(String(source ?? ''), this.catalog.list()));
     let manifest: Manifest;
-    if (src.manifest && !src.name.includes('+')) {
+    // An adapter entry (<base>+<name>) carries its own manifest: the copy is listed as <base>+<destination>.
+    if (src.manifest) {
       const from = src.source === 'ollama' ? this.catalog.ollama! : this.store;
       for (const l of allLayers(src.manifest)) if (!this.store.hasBlob(l)) await this.importBlob(from.blobPath(l.digest), l.digest);
       manifest = src.manifest;
-    } else if (!src.manifest) {
+    } else {
       const hex = await sha256File(src.path);
       const layer: Layer = { mediaType: MEDIA_MODEL, digest: `sha256:${hex}`, size: src.sizeBytes };
       if (!this.store.hasBlob(layer)) await this.importBlob(src.path, layer.digest);
       manifest = { schemaVersion: 2, mediaType: MEDIA_MANIFEST, layers: [layer] };
-    } else {
-      throw new InvalidRequestError(`${src.name} is an adapter entry; copy ${src.name.split('+')[1]} instead`);
     }
     this.store.writeManifest(dst, manifest);
     return displayName(dst);
@@ -53,7 +53,8 @@ export class StoreAdmin {
     const want = String(name ?? '').trim();
     if (!want) throw new InvalidRequestError('a model name is required');
     const hit = this.catalog.list().find((e) => sameModel(e.name, want));
-    const own = this.store.find(want);
+    // An adapter entry is listed as <base>+<name>; its manifest is stored under <name>.
+    const own = this.store.find(want) ?? (hit?.source === 'svc' && hit.manifest && hit.name.includes('+') ? this.store.find(hit.name.slice(hit.name.lastIndexOf('+') + 1)) : undefined);
     if (own) {
       this.store.remove(own);
       return hit ?? ({ name: own.name, path: '' } as CatalogEntry);
@@ -72,7 +73,8 @@ export class StoreAdmin {
   private async importBlob(from: string, digest: string): Promise<void> {
     if (!existsSync(from)) throw new ModelNotFoundError(`blob ${digest} is missing from the source store`);
     mkdirSync(this.store.partialDir, { recursive: true });
-    const tmp = join(this.store.partialDir, `${digest.replace(':', '-')}.copy`);
+    // Its own temporary name: concurrent copies of one blob must not write or rename each other's file.
+    const tmp = join(this.store.partialDir, `${digest.replace(':', '-')}.${randomUUID()}.copy`);
     await copyFile(from, tmp);
     const fh = await open(tmp, 'r+');
     try {

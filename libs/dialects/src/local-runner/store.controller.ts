@@ -55,6 +55,7 @@ export class StoreController {
         throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
       });
       this.afterPull();
+      this.freeReplaced();
       await reply.status(200).send({ status: 'success' });
       return;
     }
@@ -62,6 +63,7 @@ export class StoreController {
     try {
       await this.puller.pull(source, { ...opts, onProgress: (p: PullProgress) => out.line(p) });
       this.afterPull();
+      this.freeReplaced();
     } catch (err) {
       out.line({ error: (err as Error).message });
     }
@@ -105,6 +107,14 @@ export class StoreController {
       boot.state = 'loading';
       this.afterPull(true);
     }
+  }
+
+  /**
+   * A pull that moved a tag to new weights leaves the old ones named by nothing: they go once
+   * their requests finish, without holding the pull's answer until then.
+   */
+  private freeReplaced(): void {
+    this.freeUnlisted().catch(() => undefined);
   }
 
   private listedPaths(): Set<string> {

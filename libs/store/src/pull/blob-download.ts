@@ -108,7 +108,8 @@ async function fetchParts(job: BlobJob, nParts: number): Promise<Part[]> {
   );
   job.signal?.removeEventListener('abort', onAbort);
   if (first !== undefined) {
-    if (first instanceof NoRanges) for (const p of parts) tryUnlink(p.file);
+    // A reply that cannot succeed by asking again leaves nothing a later pull could resume.
+    if (first instanceof Permanent) for (const p of parts) dropPart(p.file);
     throw first;
   }
   // A zero-byte blob (or part) brings no body: its file still has to exist to be joined.
@@ -119,19 +120,29 @@ async function fetchParts(job: BlobJob, nParts: number): Promise<Part[]> {
 async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void): Promise<void> {
   const label = job.digest?.slice(0, 19) ?? 'the file';
   const want = p.end === undefined ? job.size : p.end - p.start + 1;
-  // Failures in a row; a reply that brought bytes resets it (a dropped connection resumes). Any
-  // reply that brought none counts, so a registry answering short or empty cannot loop forever.
+  // Failures in a row; a reply that took the part further than ever before resets it (a dropped
+  // connection resumes). Any other reply counts, so a registry answering short or empty, or one
+  // that ignores ranges and drops at the same byte each time (each try starts over), cannot loop forever.
+  let furthest = sizeOf(p.file);
+  const advanced = (): boolean => {
+    const now = sizeOf(p.file);
+    if (now <= furthest) return false;
+    furthest = now;
+    return true;
+  };
+  // A server that ignored a range once will not resume this part later either.
+  let rangesIgnored = false;
   for (let failures = 0; ; ) {
     let have = sizeOf(p.file);
     if (want !== undefined && have > want) {
-      tryUnlink(p.file); // longer than its range: not ours to trust
+      dropPart(p.file); // longer than its range: not ours to trust
       have = 0;
     }
     // A plain URL has no digest to catch a file replaced between two tries: a part resumes only
     // under If-Range with the validator its first bytes came with (else it starts over).
     const validator = job.digest === undefined && have > 0 ? readValidator(p.file) : undefined;
     if (job.digest === undefined && have > 0 && !validator) {
-      tryUnlink(p.file);
+      dropPart(p.file);
       have = 0;
     }
     if (want !== undefined && have === want) return;
@@ -144,7 +155,8 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
         // The server ignored the range: a whole-file download can start over, a part cannot.
         await r.body?.cancel();
         if (p.end !== undefined) throw new NoRanges();
-        tryUnlink(p.file);
+        rangesIgnored = true;
+        dropPart(p.file);
         throw new Error('the registry ignored the range; starting over');
       }
       if (r.status === 416 && want === undefined && have > 0) {
@@ -162,17 +174,21 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       await appendBody(r, p.file, have, progress, want, job.stallMs ?? STALL_MS);
       const now = sizeOf(p.file);
       if (want === undefined || now === want) return;
-      if (now > have) {
+      if (advanced()) {
         failures = 0;
         continue;
       }
-      throw new Error('the registry sent no bytes');
+      throw new Error(now > have ? `the body ended at byte ${now} of ${want} again` : 'the registry sent no bytes');
     } catch (err) {
       if (job.signal?.aborted) throw err;
       if (err instanceof Permanent) throw err;
-      // A connection dropped after bringing bytes resumes as if it had not failed.
-      if (want !== undefined && sizeOf(p.file) > have && sizeOf(p.file) < want) failures = 0;
-      if (++failures > RETRIES) throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
+      // A connection dropped after taking the part further resumes as if it had not failed.
+      if (want !== undefined && sizeOf(p.file) < want && advanced()) failures = 0;
+      if (++failures > RETRIES) {
+        // Kept for the next pull to resume, unless it never could: a plain URL's part resumes only under its validator.
+        if (rangesIgnored || (job.digest === undefined && readValidator(p.file) === undefined)) dropPart(p.file);
+        throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
+      }
       await sleep(Math.min(200 * 2 ** (failures - 1), 3000));
     }
   }
@@ -214,7 +230,7 @@ async function appendBody(r: Response, file: string, have: number, progress: (ha
     closeSync(fd);
   }
   if (over) {
-    tryUnlink(file);
+    dropPart(file);
     throw new Permanent(`the registry sent more bytes than the ${want} the manifest declares`, 502);
   }
 }
@@ -233,6 +249,12 @@ async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: n
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A part file and the validator its first bytes came with. */
+function dropPart(file: string): void {
+  tryUnlink(file);
+  tryUnlink(`${file}.validator`);
 }
 
 async function joinAndHash(files: string[], out: string): Promise<string> {
