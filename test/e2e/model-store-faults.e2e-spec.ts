@@ -175,7 +175,7 @@ describe('model store faults', () => {
     expect((await pull(tiny)).status).toBe(200);
     expect((await pull(adapter)).status).toBe(200);
     const tags = async () => ((await (await fetch(`${srv.url}/api/tags`)).json()) as any).models.map((m: any) => m.name as string);
-    const entry = (await tags()).find((n) => n.endsWith(`+${adapter}`));
+    const entry = (await tags()).find((n: string) => n.endsWith(`+${adapter}`));
     expect(entry).toBeDefined();
     expect((await call(`${srv.url}/api/copy`, 'POST', { source: entry, destination: 'ad2' })).status).toBe(200);
     expect(await tags()).toContain(`${entry!.split('+')[0]}+ad2:latest`);
