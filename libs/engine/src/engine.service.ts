@@ -41,8 +41,7 @@ export class EngineService implements OnApplicationShutdown {
 
   async generate(req: GenerationRequest): Promise<GenerationHandle> {
     const requested = this.resolveLexicon(req);
-    const lm = await this.models.acquire(req.model);
-    const modelName = this.models.nameOf(req.model, lm.name);
+    const { lm, name: modelName } = await this.models.acquireNamed(req.model);
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
     const tokens = await tokenizePrompt(lm, rendered.text);

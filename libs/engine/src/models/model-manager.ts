@@ -73,6 +73,11 @@ export class ModelManager {
    * fresh load stays until memory is needed; dialects pass `{ keepAlive }`.
    */
   async acquire(name: string, opts?: AcquireOptions): Promise<LoadedModel> {
+    return (await this.acquireNamed(name, opts)).lm;
+  }
+
+  /** acquire(), with the name the request answers to (two names of one file share the load), resolved once. */
+  async acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string }> {
     const entry = this.catalog.resolve(name, { generating: true });
     const keepMs = opts ? parseKeepAlive(opts.keepAlive) : undefined;
     let p = this.loaded.get(entry.path);
@@ -84,12 +89,12 @@ export class ModelManager {
     const lm = await p;
     // Unloaded (memory, keep_alive, delete) between the load and now: load again.
     // unload() removes the promise from `loaded`, so this cannot spin on a live model.
-    if (this.loaded.get(entry.path) !== p) return this.acquire(name, opts);
+    if (this.loaded.get(entry.path) !== p) return this.acquireNamed(name, opts);
     lm.lastUsed = Date.now();
     if (keepMs !== undefined) lm.keepAliveMs = keepMs;
     // Any use renews the last keep_alive asked for (a local-runner request set it; /v1 and contexts use the model too).
     lm.expiresAt = lm.keepAliveMs === Infinity ? undefined : new Date(lm.lastUsed + lm.keepAliveMs);
-    return lm;
+    return { lm, name: entry.name };
   }
 
   /** The name a request for `name` answers to ('' = the default model); `fallback` when it was deleted meanwhile. */
