@@ -62,9 +62,10 @@ export class RunnerController {
     const startedWall = Date.now();
     // keep_alive 0 with no prompt is how the local-runner's clients unload a model.
     const unload = parseKeepAlive(dto.keep_alive) === 0;
-    const lm = unload ? undefined : await this.engine.models.acquire(dto.model ?? '', { keepAlive: dto.keep_alive });
+    const got = unload ? undefined : await this.engine.models.acquireNamed(dto.model ?? '', { keepAlive: dto.keep_alive });
+    const lm = got?.lm;
     const body = {
-      model: lm ? this.engine.models.nameOf(dto.model ?? '') : await this.engine.models.expire(dto.model ?? ''),
+      model: got ? got.name : await this.engine.models.expire(dto.model ?? ''),
       created_at: new Date().toISOString(),
       response: '',
       done: true,

@@ -97,15 +97,6 @@ export class ModelManager {
     return { lm, name: entry.name };
   }
 
-  /** The name a request for `name` answers to ('' = the default model); `fallback` when it was deleted meanwhile. */
-  nameOf(name: string, fallback = name): string {
-    try {
-      return this.catalog.resolve(name, { generating: true }).name;
-    } catch {
-      return fallback;
-    }
-  }
-
   /**
    * keep_alive 0 without a prompt (the local runner's unload): a loaded model expires, one not
    * loaded stays so (loading gigabytes only to free them). Returns the name the model answers to.
