@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
-import { ManifestStore } from '../../libs/store/src/manifest-store';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
+import { ManifestStore, STALE_COPY_MS } from '../../libs/store/src/manifest-store';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
@@ -132,6 +132,25 @@ describe('blob pins', () => {
     store.unpin(digest);
     store.dropUnreferenced(digest);
     expect(existsSync(store.blobPath(digest))).toBe(false);
+  });
+});
+
+describe('temporary files of copies', () => {
+  it('a crashed copy\'s file is removed at the next start once stale; recent ones and download parts stay', () => {
+    const root = tmp('svc-sweep-');
+    const partial = join(root, 'partial');
+    mkdirSync(partial, { recursive: true });
+    const stale = join(partial, 'sha256-aa.1111.copy');
+    const fresh = join(partial, 'sha256-bb.2222.copy');
+    const part = join(partial, 'sha256-cc.part0');
+    for (const f of [stale, fresh, part]) writeFileSync(f, 'x');
+    const old = new Date(Date.now() - STALE_COPY_MS - 60_000);
+    utimesSync(stale, old, old);
+    utimesSync(part, old, old);
+    new ManifestStore(root, false); // the read-only (local-runner's) store is never swept
+    expect(existsSync(stale)).toBe(true);
+    new ManifestStore(root, true);
+    expect(readdirSync(partial).sort()).toEqual(['sha256-bb.2222.copy', 'sha256-cc.part0']);
   });
 });
 

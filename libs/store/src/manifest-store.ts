@@ -9,6 +9,9 @@ export const MEDIA_ADAPTER = 'application/vnd.ollama.image.adapter';
 export const MEDIA_PROJECTOR = 'application/vnd.ollama.image.projector';
 export const MEDIA_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
 
+/** How long a copy's temporary file may sit unwritten before the next start removes it. */
+export const STALE_COPY_MS = 10 * 60_000;
+
 export interface Layer {
   mediaType: string;
   digest: string;
@@ -55,7 +58,32 @@ export class ManifestStore {
   constructor(
     readonly root: string,
     readonly writable: boolean,
-  ) {}
+  ) {
+    if (writable) this.sweepStaleCopies();
+  }
+
+  /**
+   * A copy that crashed mid-way leaves its temporary file in partial/ under a name nothing will
+   * ask for again (it carries a random id). One untouched for STALE_COPY_MS is not being written
+   * by any process sharing the store, so it goes. Downloads' parts stay: a pull resumes them.
+   */
+  private sweepStaleCopies(now = Date.now()): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.partialDir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      if (!n.endsWith('.copy')) continue;
+      const p = join(this.partialDir, n);
+      try {
+        if (now - statSync(p).mtimeMs > STALE_COPY_MS) unlinkSync(p);
+      } catch {
+        // gone already, or not ours to remove: harmless either way
+      }
+    }
+  }
 
   get blobsDir(): string {
     return join(this.root, 'blobs');
