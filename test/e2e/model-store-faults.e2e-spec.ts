@@ -213,6 +213,31 @@ describe('model store faults', () => {
     expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: swap })).status).toBe(200);
   });
 
+  it('a delete answers at once while the model generates: the stream ends cleanly, then the weights go', async () => {
+    const name = `${reg.host}/library/busy:latest`;
+    reg.add({ name: 'library/busy:latest', layers: [{ mediaType: MODEL, data: Buffer.concat([weights, Buffer.alloc(160)]) }] });
+    expect((await pull(name)).status).toBe(200);
+    // Until the context fills (about 2000 tokens): seconds of generation on any machine.
+    const res = await fetch(`${srv.url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: name, prompt: 'Once upon a time', options: { num_predict: -1, temperature: 0 } }) });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    const del = await call(`${srv.url}/api/delete`, 'DELETE', { model: name });
+    const deletedAt = Date.now();
+    expect(del.status).toBe(200);
+    const ps = (await (await fetch(`${srv.url}/api/ps`)).json()) as { models: Array<{ name: string }> };
+    expect(ps.models.map((m) => m.name)).not.toContain(name);
+    let text = new TextDecoder().decode(first.value);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    const endedAt = Date.now();
+    // It waited for the generation before (the whole stream, seconds).
+    expect(endedAt - deletedAt).toBeGreaterThan(300);
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toMatchObject({ done: true, done_reason: 'length' });
+    expect(lines.at(-1).eval_count).toBeGreaterThan(1000);
+    expect((await postJson(`${srv.url}/api/generate`, { model: name, prompt: 'x', stream: false })).status).toBe(404);
+  });
+
   it('a keep_alive past any date is forever; keep_alive 0 with no prompt answers unload', async () => {
     const tiny = `${reg.host}/library/tiny:latest`;
     const g = await postJson(`${srv.url}/api/generate`, { model: tiny, prompt: 'x', stream: false, keep_alive: 9e15, options: { num_predict: 1 } });

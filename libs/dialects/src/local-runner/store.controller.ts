@@ -55,7 +55,7 @@ export class StoreController {
         throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
       });
       this.afterPull();
-      this.freeReplaced();
+      await this.freeUnlisted();
       await reply.status(200).send({ status: 'success' });
       return;
     }
@@ -63,7 +63,7 @@ export class StoreController {
     try {
       await this.puller.pull(source, { ...opts, onProgress: (p: PullProgress) => out.line(p) });
       this.afterPull();
-      this.freeReplaced();
+      await this.freeUnlisted();
     } catch (err) {
       out.line({ error: (err as Error).message });
     }
@@ -87,19 +87,19 @@ export class StoreController {
   async delete(@Body() raw: unknown, @Req() req: FastifyRequest): Promise<void> {
     this.guard(req);
     const body = jsonObject(raw);
-    const gone = this.admin.delete(nameField(body));
-    if (gone.path) await this.models.unloadPath(gone.path, this.listedPaths());
+    this.admin.delete(nameField(body));
     await this.freeUnlisted();
   }
 
   /**
-   * Loaded weights that no listed name refers to any more go, with their contexts.
-   * A copy shares its blob with the original: those stay loaded (and their contexts
-   * kept) while any listed name still refers to them.
+   * Loaded weights that no listed name refers to any more go, with their contexts. A copy shares
+   * its blob with the original: those stay loaded (and their contexts kept) while any listed name
+   * still refers to them. Answers once they are out of service, without waiting for their running
+   * requests to finish (a delete, copy or pull would otherwise hang behind a long generation).
    */
   private async freeUnlisted(): Promise<void> {
     const listed = this.listedPaths();
-    for (const lm of await this.models.resident()) await this.models.unloadPath(lm.entry.path, listed);
+    for (const lm of await this.models.resident()) void (await this.models.detachPath(lm.entry.path, listed)).freed;
     const boot = this.moduleRef.get(BootState, { strict: false });
     if (boot?.model && !listed.has(boot.model.entry.path)) {
       // /healthz reported those weights: it reports the next default, or the no-model state.
@@ -107,14 +107,6 @@ export class StoreController {
       boot.state = 'loading';
       this.afterPull(true);
     }
-  }
-
-  /**
-   * A pull that moved a tag to new weights leaves the old ones named by nothing: they go once
-   * their requests finish, without holding the pull's answer until then.
-   */
-  private freeReplaced(): void {
-    this.freeUnlisted().catch(() => undefined);
   }
 
   private listedPaths(): Set<string> {

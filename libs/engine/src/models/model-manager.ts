@@ -107,13 +107,18 @@ export class ModelManager {
     return entry.name;
   }
 
-  /** Frees the loaded copy of a file no listed name refers to (after a delete or copy), once its requests finish; its contexts go with it. */
-  async unloadPath(path: string, listed: Set<string>): Promise<void> {
-    if (listed.has(path)) return;
+  /**
+   * Takes the loaded copy of a file no listed name refers to out of service now: no new request
+   * reaches it and /api/ps stops listing it. Its running requests finish first; `freed` says
+   * when it and its contexts are gone (a delete's answer does not wait for that).
+   */
+  async detachPath(path: string, listed: Set<string>): Promise<{ freed: Promise<void> }> {
+    if (listed.has(path)) return { freed: Promise.resolve() };
     const p = this.loaded.get(path);
-    if (p) await this.unload(await p.catch(() => undefined), false);
-    await this.unloading.get(path)?.catch(() => undefined);
-    this.kept.discard(path);
+    if (p) void this.unload(await p.catch(() => undefined), false).catch(() => undefined);
+    // Also waits for an unload that was already writing this file's contexts to disk (keep_alive).
+    const freed = (this.unloading.get(path) ?? Promise.resolve()).catch(() => undefined).then(() => this.kept.discard(path));
+    return { freed };
   }
 
   /** Frees a hidden context (a stored response's): now if its model is loaded, else when it loads again. */
