@@ -158,6 +158,12 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     expect(show.model_info['general.architecture']).toBe('llama');
     expect(show.template).toBe('');
     expect(typeof show.modelfile).toBe('string');
+    // As the local runner: arrays only with verbose, and no general.name.
+    expect(show.model_info['tokenizer.ggml.tokens']).toBeNull();
+    expect(show.model_info).not.toHaveProperty('general.name');
+    const verbose: any = await ollama.show({ model: 'stories260K', verbose: true } as any);
+    expect(verbose.model_info['tokenizer.ggml.tokens']).toHaveLength(512);
+    expect(verbose.model_info['tokenizer.ggml.tokens'][1]).toBe('<s>');
     await expect(ollama.show({ model: 'no-such-model' })).rejects.toMatchObject({ status_code: 404 });
     const missing = await postJson(`${srv.url}/api/show`, { model: 'no-such-model' });
     expect(missing.status).toBe(404);

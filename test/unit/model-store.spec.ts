@@ -202,7 +202,12 @@ describe('catalog over both stores', () => {
 
   function setup() {
     const ollama = tmp('ollama-');
-    writeOllamaModel(ollama, 'llama3:latest', [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.template', data: Buffer.from('{{ .Prompt }}') }]);
+    writeOllamaModel(ollama, 'llama3:latest', [
+      { mediaType: MODEL, data: weights },
+      { mediaType: 'application/vnd.ollama.image.template', data: Buffer.from('{{ .Prompt }}') },
+      { mediaType: 'application/vnd.ollama.image.params', data: Buffer.from('{"stop":["<|eot_id|>","x"],"temperature":0.6}') },
+      { mediaType: 'application/vnd.ollama.image.system', data: Buffer.from('Be brief.') },
+    ]);
     writeOllamaModel(ollama, 'me/tiny:q8', [{ mediaType: MODEL, data: weights }]);
     writeOllamaModel(ollama, 'example.com/ns/vision:1', [{ mediaType: 'application/vnd.ollama.image.projector', data: mmproj }]);
     writeOllamaModel(ollama, 'mylora:latest', [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.adapter', data: mmproj }]);
@@ -219,7 +224,9 @@ describe('catalog over both stores', () => {
     expect(byName['llama3:latest'].capabilities).toEqual(['completion']);
     expect(byName['example.com/ns/vision:1'].capabilities).toEqual([]);
     expect(byName['llama3:latest+mylora:latest'].capabilities).toEqual([]);
-    expect(cat.readLayer(byName['llama3:latest'], 'application/vnd.ollama.image.template')).toBe('{{ .Prompt }}');
+    expect(cat.defaults(byName['llama3:latest'])).toEqual({ options: { stop: ['<|eot_id|>', 'x'], temperature: 0.6 }, system: 'Be brief.' });
+    expect(cat.defaults(byName['me/tiny:q8'])).toEqual({ options: {} });
+    expect(cat.defaults(byName.flat)).toEqual({ options: {} });
     expect(cat.resolve('llama3').name).toBe('llama3:latest');
     expect(() => cat.resolve('nope')).toThrow(/llama3:latest \(ollama\)/);
   });

@@ -10,6 +10,7 @@ import { KvContext } from './contexts/kv-context';
 import { LoadedModel } from './models/loaded-model';
 import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
+import { withModelDefaults, withModelSystem } from './models/model-defaults';
 import { renderPrompt } from './prompt/prompt-renderer';
 
 /** The -lexicon word list, when the server loaded one. */
@@ -39,9 +40,11 @@ export class EngineService implements OnApplicationShutdown {
     @Optional() @Inject(LEXICON) private readonly lexicon?: Lexicon | null,
   ) {}
 
-  async generate(req: GenerationRequest): Promise<GenerationHandle> {
-    const requested = this.resolveLexicon(req);
-    const { lm, name: modelName } = await this.models.acquireNamed(req.model);
+  async generate(asked: GenerationRequest): Promise<GenerationHandle> {
+    const requested = this.resolveLexicon(asked);
+    const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
+    // The requested name's manifest, not the loaded file's: two names of one file may differ here.
+    const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
     const tokens = await tokenizePrompt(lm, rendered.text);
@@ -122,8 +125,8 @@ export class EngineService implements OnApplicationShutdown {
 
   /** Tokens of a prompt as the model would read it (template included). */
   async countTokens(model: string, prompt: PromptInput): Promise<{ model: LoadedModel; tokens: number }> {
-    const lm = await this.models.acquire(model);
-    const rendered = renderPrompt(lm.native, prompt, { kind: 'none' });
+    const { lm, entry } = await this.models.acquireNamed(model);
+    const rendered = renderPrompt(lm.native, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' });
     const tokens = await lm.native.tokenize(rendered.text, true, true);
     return { model: lm, tokens: tokens.length };
   }

@@ -4,6 +4,7 @@ import { basename, join, resolve } from 'node:path';
 import { ModelNotFoundError, NoModelError } from '../../engine/src/core/errors';
 import { capabilitiesOf, GgufMetadata, readGgufMetadata } from './gguf-metadata';
 import { Layer, Manifest, ManifestStore, MEDIA_ADAPTER, MEDIA_PROJECTOR, modelLayer, StoredModel } from './manifest-store';
+import { defaultsOf, ModelDefaults } from './model-defaults';
 import { sameModel } from './model-names';
 
 export type ModelSource = 'file' | 'svc' | 'ollama';
@@ -83,16 +84,16 @@ export class ModelCatalog {
     return entries;
   }
 
-  /** Text of a manifest layer (template, system, params), or undefined. */
-  readLayer(e: CatalogEntry, mediaType: string): string | undefined {
-    const l = e.manifest?.layers.find((x) => x.mediaType === mediaType);
-    if (!l) return undefined;
+  /** A store model's params, system and license layers ({} for a file or a manifest without them). */
+  defaults(e: CatalogEntry): ModelDefaults {
     const st = e.source === 'ollama' ? this.ollama : this.store;
-    try {
-      return st ? readFileSync(st.blobPath(l.digest), 'utf8') : undefined;
-    } catch {
-      return undefined;
-    }
+    return defaultsOf(e.manifest, (digest) => {
+      try {
+        return st ? readFileSync(st.blobPath(digest), 'utf8') : undefined;
+      } catch {
+        return undefined;
+      }
+    });
   }
 
   /** The name '' stands for the default model. */

@@ -57,7 +57,7 @@ class ChunkReader {
 const SIZES: Partial<Record<number, number>> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 const SHORT_ARRAY = 32;
 
-function readValue(r: ChunkReader, type: number): unknown {
+function readValue(r: ChunkReader, type: number, maxArray = SHORT_ARRAY): unknown {
   switch (type) {
     case T.U8: return r.u8();
     case T.I8: return r.i8();
@@ -74,10 +74,10 @@ function readValue(r: ChunkReader, type: number): unknown {
     case T.ARRAY: {
       const itemType = r.u32();
       const length = r.u64();
-      if (length <= SHORT_ARRAY) return Array.from({ length }, () => readValue(r, itemType));
+      if (length <= maxArray) return Array.from({ length }, () => readValue(r, itemType, maxArray));
       const size = SIZES[itemType];
       if (size !== undefined) r.skip(size * length);
-      else for (let i = 0; i < length; i++) readValue(r, itemType);
+      else for (let i = 0; i < length; i++) readValue(r, itemType, maxArray);
       return { array: itemType, length };
     }
     default:
@@ -85,8 +85,12 @@ function readValue(r: ChunkReader, type: number): unknown {
   }
 }
 
-/** Returns undefined for files that are not GGUF (legacy ggml, whisper .bin ...). */
-export function readGgufMetadata(path: string): GgufMetadata | undefined {
+/**
+ * Returns undefined for files that are not GGUF (legacy ggml, whisper .bin ...). `allArrays`
+ * reads vocabularies too (/api/show verbose: megabytes for a 150k-token model).
+ */
+export function readGgufMetadata(path: string, opts: { allArrays?: boolean } = {}): GgufMetadata | undefined {
+  const maxArray = opts.allArrays ? Infinity : SHORT_ARRAY;
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -98,7 +102,7 @@ export function readGgufMetadata(path: string): GgufMetadata | undefined {
     const kv: Record<string, unknown> = {};
     for (let i = 0; i < kvCount; i++) {
       const key = r.str();
-      kv[key] = readValue(r, r.u32());
+      kv[key] = readValue(r, r.u32(), maxArray);
     }
     return { version, tensorCount, kv };
   } finally {

@@ -4,6 +4,7 @@ import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { LoadedModel } from '../../../engine/src/models/loaded-model';
 import { ModelManager } from '../../../engine/src/models/model-manager';
 import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
+import { readGgufMetadata } from '../../../store/src/gguf-metadata';
 import { ShowRequestDto } from './protocol/local-runner.dto';
 import { psEntry, showAnswer, tagsEntry } from './rendering/model-info';
 
@@ -35,7 +36,17 @@ export class ModelsInfoController {
     if (!name) throw new InvalidRequestError('model is required');
     // Unknown names: the catalog's ModelNotFoundError (404, with the available names).
     const entry = this.catalog.resolve(name);
-    return showAnswer(entry, residentFor(await this.models.resident(), entry));
+    const fullKv = dto.verbose ? fullMetadata(entry.path) : undefined;
+    return showAnswer(entry, residentFor(await this.models.resident(), entry), { defaults: this.catalog.defaults(entry), fullKv });
+  }
+}
+
+/** Every array read whole; a file that cannot be read again falls back to the listing's metadata. */
+function fullMetadata(path: string): Record<string, unknown> | undefined {
+  try {
+    return readGgufMetadata(path, { allArrays: true })?.kv;
+  } catch {
+    return undefined;
   }
 }
 

@@ -77,7 +77,7 @@ export class ModelManager {
   }
 
   /** acquire(), with the name the request answers to (two names of one file share the load), resolved once. */
-  async acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string }> {
+  async acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
     const entry = this.catalog.resolve(name, { generating: true });
     const keepMs = opts ? parseKeepAlive(opts.keepAlive) : undefined;
     let p = this.loaded.get(entry.path);
@@ -94,7 +94,7 @@ export class ModelManager {
     if (keepMs !== undefined) lm.keepAliveMs = keepMs;
     // Any use renews the last keep_alive asked for (a local-runner request set it; /v1 and contexts use the model too).
     lm.expiresAt = lm.keepAliveMs === Infinity ? undefined : new Date(lm.lastUsed + lm.keepAliveMs);
-    return { lm, name: entry.name };
+    return { lm, name: entry.name, entry };
   }
 
   /**
