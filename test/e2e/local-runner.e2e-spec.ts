@@ -178,6 +178,11 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     expect(e.json).toEqual({ error: 'this server is serving stories260K, a decoder, and has no encoder loaded' });
     const e2 = await postJson(`${srv.url}/api/embeddings`, { model: 'stories260K', prompt: 'hi' });
     expect(e2.status).toBe(400);
+    // A name nothing lists is the spec's 404, as on every route.
+    for (const path of ['/api/embed', '/api/embeddings']) {
+      const unknown = await postJson(`${srv.url}${path}`, { model: 'nonexistent', input: 'hi' });
+      expect([unknown.status, unknown.json.error]).toEqual([404, expect.stringMatching(/^no model named nonexistent; available: /)]);
+    }
     const empty = await postJson(`${srv.url}/api/chat`, { model: '', messages: [] });
     expect(empty.status).toBe(400);
     expect(empty.json).toEqual({ error: 'messages is empty' });

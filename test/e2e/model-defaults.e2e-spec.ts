@@ -3,7 +3,7 @@
  * writes them) apply in every dialect under what the request says, per name: a custom model made
  * FROM another shares its weights file and differs only there. /api/show reports them.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
@@ -27,6 +27,10 @@ describe('model defaults from the manifest', () => {
       { mediaType: 'application/vnd.ollama.image.system', data: Buffer.from(SYSTEM) },
       { mediaType: 'application/vnd.ollama.image.license', data: Buffer.from('MIT, for the test') },
     ]);
+    // plain lists first (folder order) but is older: /api/tags puts the newest first.
+    const manifest = (name: string) => join(ollama, 'manifests', 'registry.ollama.ai', 'library', name, 'latest');
+    utimesSync(manifest('plain'), new Date('2024-01-01'), new Date('2024-01-01'));
+    utimesSync(manifest('tuned'), new Date('2025-01-01'), new Date('2025-01-01'));
     srv = await startServer(['-threads', '2', '-store', mkdtempSync(join(tmpdir(), 'svc-defaults-'))], { env: { OLLAMA_MODELS: ollama } });
   });
   afterAll(async () => {
@@ -71,7 +75,17 @@ describe('model defaults from the manifest', () => {
     expect(show.parameters.split('\n')).toEqual([`${'num_ctx'.padEnd(30)} 4096`, `${'stop'.padEnd(30)} "Lily"`, `${'temperature'.padEnd(30)} 0`]);
     expect(show.modelfile).toContain(`SYSTEM ${JSON.stringify(SYSTEM)}`);
     expect(show.modelfile).toContain(`PARAMETER ${'stop'.padEnd(30)} "Lily"`);
-    const plain = (await postJson(`${srv.url}/api/show`, { model: 'plain' })).json;
+    // A fully qualified name finds the listed one.
+    expect((await postJson(`${srv.url}/api/show`, { model: 'registry.ollama.ai/library/tuned:latest' })).json.system).toBe(SYSTEM);
+    const plain = (await postJson(`${srv.url}/api/show`, { model: 'library/plain' })).json;
     expect([plain.system, plain.parameters]).toEqual(['', '']);
+  });
+
+  it('/api/tags lists the newest first', async () => {
+    const tags = (await (await fetch(`${srv.url}/api/tags`)).json()) as { models: Array<{ name: string; modified_at: string }> };
+    expect(tags.models.map((m) => [m.name, m.modified_at])).toEqual([
+      ['tuned:latest', '2025-01-01T00:00:00.000Z'],
+      ['plain:latest', '2024-01-01T00:00:00.000Z'],
+    ]);
   });
 });

@@ -42,6 +42,11 @@ describe('keep_alive, sizes and challenges', () => {
     expect(parseKeepAlive('10')).toBe(10_000);
     expect(parseKeepAlive(0)).toBe(0);
     expect(parseKeepAlive(-1)).toBe(Infinity);
+    // Signs as Go's durations take them; a sign before something that is not a duration is an error.
+    expect(parseKeepAlive('-5m')).toBe(Infinity);
+    expect(parseKeepAlive('+5m')).toBe(300_000);
+    expect(parseKeepAlive('-0s')).toBe(0);
+    for (const bad of ['-garbage', '+', '-', '--5m', '+-1h']) expect(() => parseKeepAlive(bad)).toThrow(/keep_alive: cannot read/);
     expect(parseKeepAlive('-1m')).toBe(Infinity);
     expect(() => parseKeepAlive('soon')).toThrow(/keep_alive/);
   });

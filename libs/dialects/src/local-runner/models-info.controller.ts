@@ -20,13 +20,18 @@ export class ModelsInfoController {
   @Get('tags')
   async tags(): Promise<unknown> {
     const resident = await this.models.resident();
-    return { models: this.catalog.list().map((e) => tagsEntry(e, residentFor(resident, e))) };
+    // Newest first, as the local runner lists them.
+    const entries = [...this.catalog.list()].sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+    return { models: entries.map((e) => tagsEntry(e, residentFor(resident, e))) };
   }
 
   @Get('ps')
   async ps(): Promise<unknown> {
     const onGpu = this.backend.name !== 'cpu';
-    return { models: (await this.models.resident()).map((lm) => psEntry(lm, onGpu)) };
+    // Latest expiry first, as the local runner lists them (kept forever: first of all).
+    const until = (lm: LoadedModel) => lm.expiresAt?.getTime() ?? Infinity;
+    const loaded = (await this.models.resident()).sort((a, b) => until(b) - until(a) || 0);
+    return { models: loaded.map((lm) => psEntry(lm, onGpu)) };
   }
 
   @Post('show')

@@ -36,14 +36,14 @@ export class RunnerController {
 
   @Post('embed')
   @HttpCode(200)
-  embed(@Body() _dto: EmbedRequestDto): never {
-    throw this.noEncoder();
+  embed(@Body() dto: EmbedRequestDto): never {
+    throw this.noEncoder(dto);
   }
 
   @Post('embeddings')
   @HttpCode(200)
-  embeddings(@Body() _dto: EmbedRequestDto): never {
-    throw this.noEncoder();
+  embeddings(@Body() dto: EmbedRequestDto): never {
+    throw this.noEncoder(dto);
   }
 
   private async run(kind: RunnerAnswerKind, req: GenerationRequest, dto: GenerateRequestDto | ChatRequestDto, started: number, reply: FastifyReply): Promise<void> {
@@ -80,8 +80,9 @@ export class RunnerController {
     } else await reply.send(body);
   }
 
-  /** No encoder can be loaded yet (the spec's message for a decoder-only server). */
-  private noEncoder(): Error {
+  /** No encoder can be loaded yet (the spec's message for a decoder-only server); a name nothing lists is a 404 first. */
+  private noEncoder(dto: EmbedRequestDto): Error {
+    if (typeof dto.model === 'string' && dto.model) this.catalog.resolve(dto.model);
     const name = this.catalog.defaultName();
     if (name === undefined) return new NoModelError();
     return new InvalidRequestError(`this server is serving ${name}, a decoder, and has no encoder loaded`);

@@ -26,8 +26,12 @@ function keepAliveMs(v: number | string | undefined | null): number {
     return v < 0 ? Infinity : v * 1000;
   }
   const s = String(v).trim();
-  if (/^-?\d+(\.\d+)?$/.test(s)) return keepAliveMs(Number(s));
-  if (s.startsWith('-')) return Infinity;
+  if (/^[-+]?\d+(\.\d+)?$/.test(s)) return keepAliveMs(Number(s));
+  // A sign, as Go's durations take it: a negative duration is forever, but only a duration.
+  if (s.startsWith('-') || s.startsWith('+')) {
+    const rest = keepAliveMs(/^[^-+]/.test(s.slice(1)) ? s.slice(1) : 'x');
+    return s.startsWith('-') && rest > 0 ? Infinity : rest;
+  }
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let ms = 0;
   let pos = 0;
@@ -35,7 +39,7 @@ function keepAliveMs(v: number | string | undefined | null): number {
     ms += Number(m[1]) * UNITS[m[2]];
     pos = re.lastIndex;
   }
-  if (pos !== s.length || pos === 0) throw new InvalidRequestError(`keep_alive: cannot read "${s}" as a duration (e.g. 5m, 30s, 1h)`);
+  if (pos !== s.length || pos === 0) throw new InvalidRequestError(`keep_alive: cannot read "${String(v).trim()}" as a duration (e.g. 5m, 30s, 1h)`);
   return ms;
 }
 
