@@ -212,6 +212,16 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect([stuck.status, ((await stuck.json()) as any).done, other.status]).toEqual([200, true, 200]);
   });
 
+  it('a prefill that cannot begin the JSON of a format with tools is a 400 that says so (it was "invalid grammar: std::exception")', async () => {
+    const tools = [{ type: 'function', function: { name: 'get_time', parameters: TIME } }];
+    const ask = (prefill: string) =>
+      postJson(`${srv.url}/api/chat`, { model: '', stream: false, format: 'json', tools, messages: [{ role: 'user', content: 'time?' }, { role: 'assistant', content: prefill }], options: { temperature: 0, num_predict: 8 } });
+    const bad = await ask('Sure');
+    expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^the final assistant message \(a prefill\) cannot begin this answer: /)]);
+    // One that starts the JSON is continued.
+    expect((await ask('{"')).status).toBe(200);
+  });
+
   it('tool_choice none never calls', async () => {
     const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: 'none', max_tokens: 30, temperature: 0 });
     expect(r.choices[0].message.tool_calls).toBeUndefined();

@@ -66,7 +66,10 @@ export class EngineService implements OnApplicationShutdown {
         chat: rendered.toolGrammar ? rendered.chat : undefined,
       });
     } catch (err) {
-      throw new InvalidRequestError(samplerError(err as Error, constraint));
+      // llama.cpp feeds a prefill to a call-or-JSON grammar that is not lazy (tools with a JSON
+      // format): one that cannot begin that JSON failed as "std::exception".
+      const prefilled = rendered.toolGrammar && req.prompt.kind === 'chat' && req.prompt.continueFinal;
+      throw new InvalidRequestError(prefilled ? PREFILL_NOT_JSON : samplerError(err as Error, constraint));
     }
     let kept: KvContext | undefined;
     let session: SessionBinding | undefined;
@@ -154,6 +157,9 @@ export class EngineService implements OnApplicationShutdown {
 }
 
 /** llama.cpp says only "failed to parse grammar": name the problem for a caller's own grammar. */
+const PREFILL_NOT_JSON =
+  'the final assistant message (a prefill) cannot begin this answer: with tools and a JSON format the reply is a tool call or JSON from its first character, prefill included; send no prefill, or one that starts the JSON';
+
 function samplerError(err: Error, c: OutputConstraint): string {
   const problem = c.kind === 'grammar' && /parse grammar/.test(err.message) ? describeGbnfProblem(c.gbnf) : undefined;
   return problem ? `invalid grammar: ${problem}` : err.message;
