@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildAuthConfig } from '../../libs/auth/src/auth-config';
 import { pathOf } from '../../libs/auth/src/auth.service';
 import { parseCallers } from '../../libs/auth/src/callers-file';
@@ -179,6 +182,18 @@ describe('callers file and flags', () => {
     expect(() => parseCallers([{ name: 'x' }, { name: 'x' }], L)).toThrow(/used twice/);
     expect(() => parseCallers([{ keys: [] }], L)).toThrow(/name must be/);
     expect(() => parseCallers({}, L)).toThrow(/expected a list/);
+    // A misspelt field left the caller with no clearance, silently.
+    expect(() => parseCallers([{ name: 'x', clearence: 'SECRET' }], L)).toThrow('callers: callers[0]: unknown field "clearence" (a caller has name, keys, clearance, compartments, labels)');
+  });
+
+  it('refuses a key that names two callers (or a caller and -api-key): the first listed won, silently', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-callers-'));
+    const file = join(dir, 'callers.json');
+    writeFileSync(file, JSON.stringify([{ name: 'alice', keys: ['same'] }, { name: 'bob', keys: ['same'] }]));
+    expect(() => cfg(['-callers', file])).toThrow('flag -callers: a key of bob is also a key of alice: each key must name one caller');
+    writeFileSync(file, JSON.stringify([{ name: 'alice', keys: ['k1', 'k1'] }]));
+    expect(() => cfg(['-callers', file, '-api-key', 'k1'])).toThrow('flag -callers: a key of alice is also a key of -api-key: each key must name one caller');
+    expect(cfg(['-callers', file]).callers).toHaveLength(1);
   });
 
   const cfg = (args: string[]) => buildAuthConfig(parseFlags(args).flags);

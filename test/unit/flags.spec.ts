@@ -6,6 +6,14 @@ describe('Go-style flags', () => {
     const { flags } = parseFlags(['-m', 'a.gguf', '--addr=0.0.0.0:9', '-studio', '-pull=false', '-conc', '3', '-cors', 'http://a', '-cors=http://b']);
     expect(flags).toMatchObject({ m: 'a.gguf', addr: '0.0.0.0:9', studio: true, pull: false, concurrency: 3, cors: ['http://a', 'http://b'] });
   });
+  it('takes each -api-key whole (a key may hold commas) and refuses a blank one; $SVC_API_KEY holds several', () => {
+    // "Zr8,k" was split: "Zr8" and "k" were accepted as keys, and -api-key "" left the server open.
+    expect(parseFlags(['-api-key', 'Zr8,k', '-api-key=two']).flags['api-key']).toEqual(['Zr8,k', 'two']);
+    expect(() => parseFlags(['-api-key', ''])).toThrow('flag -api-key wants a value, got an empty one');
+    expect(() => parseFlags(['-api-key=  '])).toThrow(FlagError);
+    expect(parseFlags([], { SVC_API_KEY: 'a, b' }).flags['api-key']).toEqual(['a', 'b']);
+    expect(() => parseFlags([], { SVC_API_KEY: ' , ' })).toThrow('$SVC_API_KEY holds no value for -api-key');
+  });
   it('refuses unknown flags and bad values', () => {
     expect(() => parseFlags(['-bogus'])).toThrow(FlagError);
     expect(() => parseFlags(['-concurrency', 'x'])).toThrow(/wants an integer/);

@@ -1,5 +1,6 @@
 import { FlagError, FlagValues } from '../../../apps/server/src/config/flags';
 import { CallerEntry, loadCallersFile } from './callers-file';
+import { storedKeyDigest } from './keys';
 import { DEFAULT_LEVELS, MarkingSyntaxError, parseLevels } from './marking';
 import { parseCorsOrigins } from './origin';
 
@@ -59,6 +60,7 @@ export function buildAuthConfig(f: FlagValues): AuthConfig {
       throw new FlagError(`flag -callers: ${(err as Error).message}`);
     }
   }
+  oneCallerPerKey((f['api-key'] as string[] | undefined) ?? [], callers);
   let oidc: OidcConfig | undefined;
   const issuer = f['oidc-issuer'] as string | undefined;
   for (const k of ['oidc-audience', 'oidc-jwks', 'oidc-name-claim', 'oidc-clearance-claim', 'oidc-compartments-claim']) {
@@ -100,4 +102,18 @@ export function buildAuthConfig(f: FlagValues): AuthConfig {
     insecure,
     refuseLegacySnapshots: (enterprise || enabled) && f['allow-legacy-snapshots'] !== true,
   };
+}
+
+/** A key two callers share (or a caller and -api-key) made the first listed one win, silently. */
+function oneCallerPerKey(apiKeys: string[], callers: CallerEntry[]): void {
+  const owner = new Map<string, string>();
+  for (const k of apiKeys) owner.set(storedKeyDigest(k).toString('hex'), '-api-key');
+  for (const c of callers) {
+    for (const d of c.digests) {
+      const hex = d.toString('hex');
+      const prev = owner.get(hex);
+      if (prev !== undefined && prev !== c.name) throw new FlagError(`flag -callers: a key of ${c.name} is also a key of ${prev}: each key must name one caller`);
+      owner.set(hex, c.name);
+    }
+  }
 }

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { load as loadYaml } from 'js-yaml';
 import { levelRank, normalizeCompartment } from './marking';
@@ -18,7 +19,8 @@ export interface CallerEntry {
  * an Error naming the problem.
  */
 export function loadCallersFile(path: string, levels: string[]): CallerEntry[] {
-  const text = readFileSync(path, 'utf8');
+  // Editors on some systems start a UTF-8 file with a byte-order mark, which JSON.parse refuses.
+  const text = readFileSync(path, 'utf8').replace(/^\uFEFF/, '');
   let doc: unknown;
   try {
     doc = text.trim().startsWith('{') || text.trim().startsWith('[') ? JSON.parse(text) : loadYaml(text);
@@ -27,6 +29,8 @@ export function loadCallersFile(path: string, levels: string[]): CallerEntry[] {
   }
   return parseCallers(doc, levels, path);
 }
+
+const CALLER_FIELDS = ['name', 'keys', 'clearance', 'compartments', 'labels'];
 
 export function parseCallers(doc: unknown, levels: string[], source = 'callers'): CallerEntry[] {
   const list = Array.isArray(doc) ? doc : (doc as { callers?: unknown } | null)?.callers;
@@ -39,6 +43,9 @@ export function parseCallers(doc: unknown, levels: string[], source = 'callers')
     if (typeof c.name !== 'string' || c.name.trim() === '') throw new Error(`${at}.name must be a non-empty string`);
     const name = c.name.trim();
     if (seen.has(name)) throw new Error(`${at}: the name ${name} is used twice`);
+    // A misspelt field ("clearence") left the caller with no clearance, silently.
+    const unknown = Object.keys(c).filter((k) => !CALLER_FIELDS.includes(k));
+    if (unknown.length) throw new Error(`${at}: unknown field ${unknown.map((k) => `"${k}"`).join(', ')} (a caller has ${CALLER_FIELDS.join(', ')})`);
     seen.add(name);
     const strings = (k: string): string[] => {
       const v = c[k] ?? [];
@@ -54,7 +61,13 @@ export function parseCallers(doc: unknown, levels: string[], source = 'callers')
     }
     return {
       name,
-      digests: strings('keys').map(storedKeyDigest),
+      digests: strings('keys').map((k) => {
+        if (/^[0-9a-fA-F]{64}$/.test(k.trim())) {
+          // sha256sum prints bare hex: written so, the hash itself is the key that works.
+          new Logger('auth').warn(`${at}: a key of ${name} is 64 hex digits without "sha256:"; it is taken as the key itself, not as a key's hash`);
+        }
+        return storedKeyDigest(k);
+      }),
       clearance,
       compartments: strings('compartments').map(normalizeCompartment),
       labels: strings('labels'),

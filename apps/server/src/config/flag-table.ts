@@ -11,6 +11,12 @@ export interface FlagDef {
   aliases?: string[];
   /** Environment variable read when the flag is absent. */
   env?: string;
+  /**
+   * A list whose items may hold commas (API keys): each -flag value is one item, taken whole,
+   * and an empty one is refused (a blank key left the server open). Only the environment
+   * variable's value is split on commas, as the deployment's secret holds several.
+   */
+  wholeItems?: boolean;
 }
 
 export const FLAGS: FlagDef[] = [
@@ -49,7 +55,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'context-key', kind: 'string', help: 'seal snapshot and export files with this key', env: 'SVC_CONTEXT_KEY' },
   { name: 'profile', kind: 'string', help: 'enterprise: the stricter profile' },
   { name: 'allow-legacy-snapshots', kind: 'bool', help: 'accept snapshots from before 0.3.0' },
-  { name: 'api-key', kind: 'list', help: 'accept this API key (repeatable)', env: 'SVC_API_KEY' },
+  { name: 'api-key', kind: 'list', help: 'accept this API key (repeatable; $SVC_API_KEY holds comma-separated keys)', env: 'SVC_API_KEY', wholeItems: true },
   // Authentication, markings and TLS client certificates (libs/auth/README.md).
   { name: 'callers', kind: 'string', help: 'callers file (JSON or YAML): named callers, key hashes, clearances' },
   { name: 'oidc-issuer', kind: 'string', help: 'accept bearer JWTs from this directory issuer' },

@@ -42,12 +42,12 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = {}): { flags
   for (const def of FLAGS) {
     if (flags[def.name] !== undefined || !def.env) continue;
     const raw = env[def.env];
-    if (raw !== undefined && raw !== '') setValue(flags, def, raw);
+    if (raw !== undefined && raw !== '') setValue(flags, def, raw, true);
   }
   return { flags, positional };
 }
 
-function setValue(flags: FlagValues, def: FlagDef, raw: string): void {
+function setValue(flags: FlagValues, def: FlagDef, raw: string, fromEnv = false): void {
   switch (def.kind) {
     case 'int': {
       if (!/^-?\d+$/.test(raw.trim())) throw new FlagError(`flag -${def.name} wants an integer, got "${raw}"`);
@@ -56,7 +56,11 @@ function setValue(flags: FlagValues, def: FlagDef, raw: string): void {
     }
     case 'list': {
       const prev = (flags[def.name] as string[] | undefined) ?? [];
-      flags[def.name] = [...prev, ...raw.split(',').map((s) => s.trim()).filter(Boolean)];
+      const items = def.wholeItems && !fromEnv ? [raw] : raw.split(',').map((s) => s.trim()).filter(Boolean);
+      if (def.wholeItems && (items.length === 0 || items.some((s) => s.trim() === ''))) {
+        throw new FlagError(fromEnv ? `$${def.env} holds no value for -${def.name}` : `flag -${def.name} wants a value, got an empty one`);
+      }
+      flags[def.name] = [...prev, ...items];
       return;
     }
     case 'bool':
