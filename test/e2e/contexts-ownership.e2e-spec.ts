@@ -66,15 +66,16 @@ describe('contexts belong to their caller', () => {
     expect(bobs.length).toBe(routes.length);
     expect(bobs.filter((b: any) => alices.some((a: any) => a.id === b.id))).toEqual([]);
 
-    // Alice continues a context she made, by id; bob naming that id gets a session of his own.
+    // Alice continues a context she made, by id; bob naming that id gets the spec's 404 (another
+    // caller's context does not exist for him), and her context is untouched.
     const made: any = await (await call('alice-key', 'POST', '/v1/contexts', { prompt: ALICE })).json();
     const mine: any = await (await call('alice-key', 'POST', '/v1/completions', { prompt: `${ALICE} She`, max_tokens: 1, temperature: 0, svc_session: made.id })).json();
     expect(mine.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
     const held = async () => ((await (await call('alice-key', 'GET', `/v1/contexts/${made.id}`)).json()) as any).tokens;
     const tokens = await held();
     expect(tokens).toBeGreaterThan(made.tokens);
-    const theirs: any = await (await call('bob-key', 'POST', '/v1/completions', { prompt: 'zzz', max_tokens: 1, temperature: 0, svc_session: made.id })).json();
-    expect(theirs.usage.prompt_tokens_details.cached_tokens).toBe(0);
+    const theirs = await call('bob-key', 'POST', '/v1/completions', { prompt: 'zzz', max_tokens: 1, temperature: 0, svc_session: made.id });
+    expect([theirs.status, ((await theirs.json()) as any).error.message]).toEqual([404, `no such context on this model: ${made.id}`]);
     expect(await held()).toBe(tokens);
   });
 

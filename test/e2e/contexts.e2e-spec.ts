@@ -199,6 +199,12 @@ describe('KV-cache contexts', () => {
     expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}`)).json.tokens).toBe(ctx.tokens);
     expect((await fetch(`${srv.url}/v1/contexts/${ctx.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}`)).status).toBe(404);
+    // An id that names no context is a 404 for svc_session too: it made a new session under that
+    // name, which the context that later got the id took over (the session then unreachable).
+    for (const id of [ctx.id, 'ctx_99999']) {
+      const gone = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 1, svc_session: id });
+      expect([gone.status, gone.json.error.message]).toEqual([404, `no such context on this model: ${id}`]);
+    }
   });
 });
 

@@ -4,6 +4,9 @@ import { InvalidRequestError } from '../core/errors';
 import { Scheduler } from '../scheduler/scheduler';
 import { SessionBinding } from '../scheduler/sequence';
 import { ContextBusyError, ContextCapacityError, ContextNotFoundError } from './context-errors';
+
+/** The form of the ids this registry gives out; a session name of that form would collide with one. */
+const CONTEXT_ID = /^ctx_\d+$/;
 import { KvContext } from './kv-context';
 import { Residency } from './residency';
 
@@ -219,6 +222,9 @@ export class ContextRegistry {
   async session(name: string, owner: string): Promise<KvContext> {
     const byId = this.get(name, owner);
     if (byId) return byId;
+    // An id that names no context (deleted, another caller's, not made yet) is a 404: as a new
+    // session's name it was taken over, unreachable, once the next context got that id.
+    if (CONTEXT_ID.test(name)) throw new ContextNotFoundError(name);
     const key = JSON.stringify([owner, name]);
     const named = this.byName.get(key);
     if (named) return named;
