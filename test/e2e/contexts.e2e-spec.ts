@@ -183,6 +183,16 @@ describe('KV-cache contexts', () => {
     const both = await postJson(`${srv.url}/v1/contexts`, { prompt: 'x', messages: [] });
     expect(both.json.error).toEqual({ message: 'send prompt or messages, not both', type: 'Bad Request' });
     expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, {})).json.error.message).toBe('send tokens or messages');
+    // Messages are checked as chat checks them (an empty list, a part that is not one, were taken).
+    for (const [messages, message] of [
+      [[], 'messages is empty'],
+      [[{ role: 'user', content: [5] }], 'cannot parse request: messages[0].content[0] must be an object with a type'],
+      [[{ role: 'user', content: 5 }], 'cannot parse request: messages[0].content must be a string or an array of parts'],
+    ] as const) {
+      expect((await postJson(`${srv.url}/v1/contexts`, { messages })).json.error.message).toBe(message);
+      expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { messages })).json.error.message).toBe(message);
+    }
+    for (const n of ['1e1', '0x2', '%20']) expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=${n}`, {})).json.error.message).toMatch(/^n must be a number, got /);
     expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: -1 })).json.error.message).toBe('cannot truncate to -1 positions');
     expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: 9999 })).json.error.message).toBe(`context holds ${ctx.tokens} positions; cannot truncate to 9999`);
     const prec = await getJson(`${srv.url}/v1/contexts/${ctx.id}/snapshot?precision=q4`);

@@ -7,6 +7,7 @@ import { CoreMessage } from '../../engine/src/core/generation-request';
 import { LoadedModel } from '../../engine/src/models/loaded-model';
 import { ModelManager } from '../../engine/src/models/model-manager';
 import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
+import { toCoreMessage } from '../../dialects/src/openai/mapping/chat-request.mapper';
 import { checkMessages } from '../../dialects/src/shared/to-core';
 import { ownerKey, RequestIdentity } from '../../http/src/identity';
 import { decodeState, encodeState, firstCachePositions, Precision, statePositions } from './snapshot/kv-quant';
@@ -45,7 +46,8 @@ export class ContextsService {
   }
 
   async fork(model: string, who: RequestIdentity, id: string, nRaw: string | undefined): Promise<{ children: KvContext[]; ms: number }> {
-    const n = nRaw === undefined || nRaw === '' ? 1 : Number(nRaw);
+    // Digits only: Number() read "1e1" as 10, "0x2" as 2 and " " as 0.
+    const n = nRaw === undefined || nRaw === '' ? 1 : /^\d{1,6}$/.test(nRaw) ? Number(nRaw) : NaN;
     if (!Number.isInteger(n)) throw new InvalidRequestError(`n must be a number, got ${nRaw}`);
     if (n < 1 || n > 64) throw new InvalidRequestError(`n must be from 1 to 64, got ${n}`);
     const { lm, ctx } = await this.find(model, who, id);
@@ -209,8 +211,10 @@ export class ContextsService {
       body.messages.forEach((m: unknown, i: number) => {
         if (!m || typeof m !== 'object' || Array.isArray(m)) throw new InvalidRequestError(`cannot parse request: messages[${i}] must be a message object`);
       });
-      if (body.messages.length > 0) checkMessages(body.messages as Array<{ role?: unknown }>);
-      const rendered = renderPrompt(lm.native, { kind: 'chat', messages: body.messages as CoreMessage[], generationPrompt }, { kind: 'none' });
+      // Checked as a chat request checks them: a context is never made of messages chat refuses.
+      checkMessages(body.messages as Array<{ role?: unknown }>);
+      const messages = (body.messages as Array<Record<string, unknown>>).map(toCoreMessage);
+      const rendered = renderPrompt(lm.native, { kind: 'chat', messages, generationPrompt }, { kind: 'none' });
       return lm.native.tokenize(rendered.text, true, true);
     }
     return undefined;

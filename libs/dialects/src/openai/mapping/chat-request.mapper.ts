@@ -70,7 +70,8 @@ function responseFormat(rf: ResponseFormat | undefined): OutputConstraint {
   throw new InvalidRequestError(`response_format.type must be text, json_object or json_schema, got "${rf.type}"`);
 }
 
-function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessage {
+/** One chat-completions message → the core's (also the shape /v1/contexts takes its messages in). */
+export function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessage {
   const content = m.content;
   if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content)) {
     throw new InvalidRequestError(`cannot parse request: messages[${i}].content must be a string or an array of parts`);
