@@ -221,3 +221,32 @@ describe('lazy forks under spill pressure (-context-slots 2)', () => {
     for (const id of [p.id, x.id, y.id, late.id, orphan.id, ...fill.map((f) => f.id), ...kids.map((k) => k.id)]) await del(id);
   });
 });
+
+describe('lazy forks with one context slot (-context-slots 1)', () => {
+  let srv: RunningServer;
+  const { greedy, create, fork, truncate, del, reference } = api(() => srv);
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '2', '-context-slots', '1']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('a child binds though it and its source need two slots for a moment (it was a 429 forever)', async () => {
+    const ref = await reference(STORY, NEXT);
+    const p = await create(STORY);
+    const [a, b] = await fork(p.id, 2);
+    expect((await greedy(NEXT, a.id)).choices[0].text).toBe(ref);
+    // A snapshot of an unbound child, and a truncate of the source below its other child.
+    const snap = await fetch(`${srv.url}/v1/contexts/${b.id}/snapshot`);
+    expect(snap.status).toBe(200);
+    const [c] = await fork(p.id);
+    await truncate(p.id, 2);
+    expect((await greedy(NEXT, c.id)).choices[0].text).toBe(ref);
+    // Back within the budget: one context resident, the others on disk.
+    const list = (await (await fetch(`${srv.url}/v1/contexts`)).json()) as { data: Array<{ spilled?: boolean }> };
+    expect(list.data.filter((x) => !x.spilled).length).toBeLessThanOrEqual(1);
+    for (const id of [p.id, a.id, b.id, c.id]) await del(id);
+  });
+});

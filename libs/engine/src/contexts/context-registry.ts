@@ -155,6 +155,8 @@ export class ContextRegistry {
           await this.residency.makeResident(c);
           await this.residency.detach(c, n);
           this.ctx.seqRemove(c.seq as number, n, -1);
+          // A child bound just now (c busy, so not spilled then) may have passed the budget.
+          await this.residency.trim();
         }
         c.tokens = c.tokens.slice(0, n);
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
@@ -261,6 +263,7 @@ export class ContextRegistry {
         // abandoned before it runs (429, a cancel while queued) hands back the cut tokens, and
         // a snapshot must hold one cell per token.
         if (n < c.tokens.length) this.ctx.seqRemove(c.seq as number, n, -1);
+        await this.residency.trim();
       });
     } catch (err) {
       c.busy = false;

@@ -86,10 +86,15 @@ export class Residency {
     if (heir && this.residentCount() > this.maxResident) await this.spillIdle(heir);
   }
 
-  /** A free sequence id, spilling the least recently used idle context if needed. */
-  async allocSeq(keep?: KvContext): Promise<number> {
-    if (this.residentCount() >= this.maxResident || this.scheduler.availableSeqs === 0) {
-      if (!(await this.spillIdle(keep))) throw new ContextCapacityError();
+  /**
+   * A free sequence id, spilling the least recently used idle context if needed. `overBudget`:
+   * the -context-slots budget may be passed by one for a moment when nothing else can go (a
+   * lazy bind needs its source and itself resident at once; with one slot it never could).
+   */
+  async allocSeq(keep?: KvContext, overBudget = false): Promise<number> {
+    if (this.scheduler.availableSeqs === 0 || this.residentCount() >= this.maxResident) {
+      const spilled = await this.spillIdle(keep);
+      if (!spilled && (!overBudget || this.scheduler.availableSeqs === 0)) throw new ContextCapacityError();
     }
     const seq = this.scheduler.allocSeq();
     if (seq === undefined) throw new ContextCapacityError();
@@ -121,6 +126,13 @@ export class Residency {
     return true;
   }
 
+  /** Spills idle contexts while more than the budget are resident (after a bind went over it). */
+  async trim(): Promise<void> {
+    while (this.residentCount() > this.maxResident && (await this.spillIdle())) {
+      // each pass spilled one
+    }
+  }
+
   /** Every resident context to disk (the model is unloading; none is busy). */
   async spillAll(): Promise<void> {
     for (const x of [...this.contexts()]) if (x.seq !== undefined) await this.spill(x);
@@ -140,11 +152,13 @@ export class Residency {
   private async bindLazy(c: KvContext): Promise<void> {
     const src = c.lazySource as KvContext;
     await this.makeResident(src);
-    const seq = await this.allocSeq(src);
+    const seq = await this.allocSeq(src, true);
     // allocSeq may have spilled src only if it were not `keep`; it is, so src.seq holds.
     this.ctx.seqCopy(src.seq as number, seq, 0, c.tokens.length);
     c.seq = seq;
     c.lazySource = undefined;
+    // Back within the budget: c shares the cells it needs, so the source (if idle) may go to disk.
+    if (this.residentCount() > this.maxResident) await this.spillIdle(c);
   }
 
   private residentCount(): number {
