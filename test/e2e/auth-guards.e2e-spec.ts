@@ -3,12 +3,30 @@
  * the enterprise profile, against the real server process (libs/auth).
  */
 import { spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { AuthFiles, expectOpenHealth, expectUnauthorized, ROUTES, send } from './helpers/auth';
 import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
 import { RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
+
+/** Sends a request head (no body) and returns what the server wrote before closing. */
+function rawRequest(url: string, head: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const sock = connect(Number(port), hostname, () => sock.write(head));
+    sock.on('data', (d) => {
+      out += d.toString('latin1');
+      // One answer is all this asks for; the server may wait for a body that never comes.
+      if (/\r\n\r\n/.test(out) && /"error"/.test(out)) sock.destroy();
+    });
+    sock.on('close', () => resolve(out));
+    sock.on('error', reject);
+    setTimeout(() => sock.destroy(), 10_000).unref();
+  });
+}
 
 const model = () => fixtureModel(STORIES);
 const files = new AuthFiles();
@@ -50,6 +68,18 @@ describe('classification markings', () => {
       expect(a.json).toEqual(route.path.startsWith('/api/') ? { error: message } : { error: { message, type: status === 400 ? 'Bad Request' : 'Forbidden' } });
       expect(a.headers['x-classification']).toBe(marking);
     }
+  });
+
+  it('a body over the limit is refused after the credential: 401 without one, a 413 with the echo with one', async () => {
+    // The declared length decided first: the 413 went to anyone, without the echo.
+    const big = (headers: Record<string, string>) =>
+      rawRequest(srv.url, `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40000000\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+    const anon = await big({ 'X-Classification': 'SECRET' });
+    expect(anon).toMatch(/^HTTP\/1\.1 401 /);
+    const ok = await big({ 'x-api-key': 'alice-key', 'X-Classification': 'SECRET' });
+    expect(ok).toMatch(/^HTTP\/1\.1 413 /);
+    expect(ok).toMatch(/\r\nx-classification: SECRET\r\n/i);
+    expect(ok).toContain('request body is 40000000 bytes; this server accepts');
   });
 
   it('echoes on 401 as well; healthz needs neither key nor marking', async () => {

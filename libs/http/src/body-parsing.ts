@@ -47,20 +47,26 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
   // declared length, inviting the upload of a body already refused. With this listener the 100
   // goes out from the hook, once the length is accepted.
   fastify.server.on('checkContinue', (req, res) => fastify.server.emit('request', req, res));
-  fastify.addHook('onRequest', (req, reply, done) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
+  fastify.addHook('onRequest', (req, _reply, done) => {
     const path = req.url.split('?')[0];
     const special = routeLimits.find((r) => r.pattern.test(path));
-    const allowed = special ? special.limit(new URL(req.url, 'http://x')) : limit;
-    (req as unknown as Record<symbol, number>)[ALLOWED] = allowed;
+    (req as unknown as Record<symbol, number>)[ALLOWED] = special ? special.limit(new URL(req.url, 'http://x')) : limit;
+    done();
+  });
+  // Decided here, after every onRequest hook and before a byte of the body is read: the auth
+  // layer's hooks come first, so a 413 (like any answer) needs a credential and carries the
+  // X-Classification echo and CORS headers; a 100 Continue goes only to an admitted request.
+  fastify.addHook('preParsing', (req, reply, payload, done) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const allowed = (req as unknown as Record<symbol, number>)[ALLOWED] ?? limit;
     if (declared > allowed) {
       // Within the linger budget the connection stays open and Node reads the unread body off it.
       if (declared - allowed > LINGER_BYTES) void reply.header('connection', 'close');
-      void reply.status(413).send(errorBody(path, 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
+      void reply.status(413).send(errorBody(req.url.split('?')[0], 413, `request body is ${declared} bytes; this server accepts ${allowed}`));
       return;
     }
     if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') reply.raw.writeContinue();
-    done();
+    done(null, payload);
   });
 
   // Both parsers count the body as it arrives: a chunked upload (no Content-Length) meets the same limit.
