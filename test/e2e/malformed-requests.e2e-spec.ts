@@ -157,6 +157,10 @@ describe('malformed requests', () => {
   it('/v1/stats?model= with an empty name is the default model', async () => {
     const r = (await (await fetch(`${srv.url}/v1/stats?model=`)).json()) as { model: string };
     expect(r.model).toBe('stories260K');
+    // Any spelling the catalog takes; a name nothing lists is the spec's 404 with the names.
+    expect(((await (await fetch(`${srv.url}/v1/stats?model=STORIES260K:latest`)).json()) as { model: string }).model).toBe('stories260K');
+    const unknown = await fetch(`${srv.url}/v1/stats?model=nosuch`);
+    expect([unknown.status, ((await unknown.json()) as any).error.message]).toEqual([404, expect.stringMatching(/^no model named nosuch; available: stories260K/)]);
   });
 
   it('/v1/completions takes chat sampling fields: response_format is enforced, max_completion_tokens wins', async () => {

@@ -1,6 +1,5 @@
 import { Controller, Get, Header, Inject, NotFoundException, Query } from '@nestjs/common';
 import { ModelManager } from '../../engine/src/models/model-manager';
-import { sameModel } from '../../store/src/model-names';
 import { MetricsService } from './metrics.service';
 
 @Controller()
@@ -20,9 +19,12 @@ export class MetricsController {
   @Get('v1/stats')
   async stats(@Query('model') model?: string): Promise<unknown> {
     // An empty name is the default model, as in a request's `model` (spec rule 1).
-    const name = model || (this.models.catalog.defaultName() ?? '');
-    const lm = (await this.models.resident()).find((m) => sameModel(m.name, name));
-    if (!lm) throw new NotFoundException(`no loaded model named ${name}`);
+    const name = model || this.models.catalog.defaultName();
+    if (name === undefined) throw new NotFoundException('this server has no model. Pull one: POST /api/pull');
+    // A name nothing lists: the catalog's 404, with the available names.
+    const entry = this.models.catalog.resolve(name);
+    const lm = (await this.models.resident()).find((m) => m.entry.path === entry.path);
+    if (!lm) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
     const s = lm.scheduler.stats;
     return {
       model: lm.name,
