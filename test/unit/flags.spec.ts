@@ -31,6 +31,9 @@ describe('Go-style flags', () => {
     expect(c.pull).toBe(true);
     expect(c.engine.concurrency).toBe(4);
     expect(() => buildConfig(parseFlags(['-addr', 'nope']).flags)).toThrow(/host:port/);
+    // Files read at boot: a startup error naming the flag (it was a stack trace and exit 1).
+    expect(() => buildConfig(parseFlags(['-tls-cert', '/nonexistent.pem']).flags)).toThrow('flag -tls-cert: cannot read /nonexistent.pem (ENOENT)');
+    expect(() => buildConfig(parseFlags(['-lexicon', '/']).flags)).toThrow('flag -lexicon: cannot read / (not a file)');
     expect(() => buildConfig(parseFlags(['-concurrency', '0']).flags)).toThrow(/between 1 and/);
     expect(buildConfig(parseFlags(['-addr', '[::1]:80']).flags)).toMatchObject({ host: '::1', port: 80 });
   });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
@@ -76,6 +76,18 @@ export function buildConfig(f: FlagValues): ServerConfig {
   const logLevel = oneOf(f, 'log-level', ['error', 'warn', 'log', 'debug'] as const) ?? 'log';
   const profile = oneOf(f, 'profile', ['default', 'enterprise'] as const);
   if (f['tls-key'] && !f['tls-cert']) throw new FlagError('flag -tls-key needs -tls-cert');
+  // Files read at boot: one that cannot be read is a startup error naming its flag (exit 2), not
+  // a stack trace from the boot (exit 1).
+  for (const k of ['tls-cert', 'tls-key', 'tls-client-ca', 'lexicon']) {
+    const path = f[k] as string | undefined;
+    if (path === undefined) continue;
+    try {
+      accessSync(path, constants.R_OK);
+      if (!statSync(path).isFile()) throw new Error('not a file');
+    } catch (err) {
+      throw new FlagError(`flag -${k}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
   const auth = buildAuthConfig(f);
   return {
     host,
