@@ -21,6 +21,8 @@ describe('model defaults from the manifest', () => {
     const ollama = mkdtempSync(join(tmpdir(), 'ollama-defaults-'));
     const weights = readFileSync(fixtureModel(STORIES));
     writeOllamaModel(ollama, 'plain:latest', [{ mediaType: MODEL, data: weights }]);
+    // Its own file (padded), never loaded by these tests.
+    writeOllamaModel(ollama, 'idle:latest', [{ mediaType: MODEL, data: Buffer.concat([weights, Buffer.alloc(32)]) }]);
     writeOllamaModel(ollama, 'tuned:latest', [
       { mediaType: MODEL, data: weights },
       { mediaType: 'application/vnd.ollama.image.params', data: Buffer.from(JSON.stringify({ temperature: 0, stop: ['Lily'], num_ctx: 4096 })) },
@@ -31,6 +33,7 @@ describe('model defaults from the manifest', () => {
     const manifest = (name: string) => join(ollama, 'manifests', 'registry.ollama.ai', 'library', name, 'latest');
     utimesSync(manifest('plain'), new Date('2024-01-01'), new Date('2024-01-01'));
     utimesSync(manifest('tuned'), new Date('2025-01-01'), new Date('2025-01-01'));
+    utimesSync(manifest('idle'), new Date('2023-01-01'), new Date('2023-01-01'));
     srv = await startServer(['-threads', '2', '-store', mkdtempSync(join(tmpdir(), 'svc-defaults-'))], { env: { OLLAMA_MODELS: ollama } });
   });
   afterAll(async () => {
@@ -79,6 +82,13 @@ describe('model defaults from the manifest', () => {
     expect((await postJson(`${srv.url}/api/show`, { model: 'registry.ollama.ai/library/tuned:latest' })).json.system).toBe(SYSTEM);
     const plain = (await postJson(`${srv.url}/api/show`, { model: 'library/plain' })).json;
     expect([plain.system, plain.parameters]).toEqual(['', '']);
+    // Never loaded, yet its size is known from the file's tensor table (it was '' until loaded).
+    const idle = (await postJson(`${srv.url}/api/show`, { model: 'idle' })).json;
+    expect([idle.details.parameter_size, idle.model_info['general.parameter_count']]).toEqual(['293K', 292800]);
+    const ps = (await (await fetch(`${srv.url}/api/ps`)).json()) as { models: Array<{ name: string }> };
+    expect(ps.models.map((m) => m.name)).not.toContain('idle:latest');
+    const tags = (await (await fetch(`${srv.url}/api/tags`)).json()) as { models: Array<{ name: string; details: { parameter_size: string } }> };
+    expect(tags.models.find((m) => m.name === 'idle:latest')?.details.parameter_size).toBe('293K');
   });
 
   it('/api/tags lists the newest first', async () => {
@@ -86,6 +96,7 @@ describe('model defaults from the manifest', () => {
     expect(tags.models.map((m) => [m.name, m.modified_at])).toEqual([
       ['tuned:latest', '2025-01-01T00:00:00.000Z'],
       ['plain:latest', '2024-01-01T00:00:00.000Z'],
+      ['idle:latest', '2023-01-01T00:00:00.000Z'],
     ]);
   });
 });

@@ -11,6 +11,8 @@ describe('GGUF metadata without loading weights', () => {
     expect(m.kv['llama.context_length']).toBe(2048);
     expect(m.tensorCount).toBeGreaterThan(0);
     expect(capabilitiesOf(m)).toEqual(['completion']);
+    // The tensor table's elements: llama.cpp's llama_model_n_params for this file.
+    expect(m.paramCount).toBe(292_800);
   });
   it('gives a vision projector empty capabilities', () => {
     expect(capabilitiesOf(readGgufMetadata(join(models, 'mmproj-tinygemma3.gguf')))).toEqual([]);

@@ -6,6 +6,8 @@ export interface GgufMetadata {
   tensorCount: number;
   /** Scalars and strings as values; arrays as { array: type, length } unless short. */
   kv: Record<string, unknown>;
+  /** Elements in all tensors (the parameter count), from the tensor table; undefined if it could not be read. */
+  paramCount?: number;
 }
 
 const enum T {
@@ -104,9 +106,28 @@ export function readGgufMetadata(path: string, opts: { allArrays?: boolean } = {
       const key = r.str();
       kv[key] = readValue(r, r.u32(), maxArray);
     }
-    return { version, tensorCount, kv };
+    return { version, tensorCount, kv, paramCount: paramCountOf(r, tensorCount) };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The tensor table follows the key/values: name, dimensions, type, offset per tensor. */
+function paramCountOf(r: ChunkReader, tensorCount: number): number | undefined {
+  try {
+    let n = 0;
+    for (let i = 0; i < tensorCount; i++) {
+      r.str();
+      const dims = r.u32();
+      if (dims > 8) return undefined;
+      let e = 1;
+      for (let d = 0; d < dims; d++) e *= r.u64();
+      r.skip(4 + 8); // type, offset
+      n += e;
+    }
+    return n;
+  } catch {
+    return undefined; // a table cut short: the rest of the header still stands
   }
 }
 

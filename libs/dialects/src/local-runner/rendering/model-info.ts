@@ -37,7 +37,7 @@ export function details(e: CatalogEntry, lm?: LoadedModel): ModelDetails {
     format: 'gguf',
     family: arch,
     families: arch ? [arch] : [],
-    parameter_size: typeof kv['general.size_label'] === 'string' ? (kv['general.size_label'] as string) : lm ? paramSize(lm.native.info.nParams) : '',
+    parameter_size: typeof kv['general.size_label'] === 'string' ? (kv['general.size_label'] as string) : paramSize(lm?.native.info.nParams || e.meta?.paramCount || 0),
     quantization_level: typeof ft === 'number' ? (FILE_TYPES[ft] ?? String(ft)) : '',
   };
 }
@@ -89,7 +89,7 @@ export function showAnswer(e: CatalogEntry, lm: LoadedModel | undefined, x: Show
     template: lm?.native.info.chatTemplate ?? '',
     system: d.system ?? '',
     details: details(e, lm),
-    model_info: modelInfo(x.fullKv ?? kv, x.fullKv !== undefined),
+    model_info: { ...modelInfo(x.fullKv ?? kv, x.fullKv !== undefined), ...(e.meta?.paramCount ? { 'general.parameter_count': e.meta.paramCount } : {}) },
     capabilities: capabilities(e, lm?.native.info.chatTemplate ?? templateKv),
     modified_at: e.modifiedAt.toISOString(),
   };
