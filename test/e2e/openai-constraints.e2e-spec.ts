@@ -36,7 +36,7 @@ describe('lexicon and grammar constraints (stories260K, -lexicon)', () => {
 
   it('logs the loaded word list at startup; an unreadable or empty list stops the server', async () => {
     expect(srv.logs()).toMatch(/lexicon: 27 words from .*words\.txt \(1 lines that are not one word skipped\)/);
-    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', '/nonexistent/words.txt'])).rejects.toThrow(/svc: cannot read the -lexicon file \/nonexistent\/words\.txt/);
+    await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', '/nonexistent/words.txt'])).rejects.toThrow(/^server exited with 2:\nsvc: flag -lexicon: cannot read \/nonexistent\/words\.txt \(ENOENT\)/);
     const empty = join(mkdtempSync(join(tmpdir(), 'svc-lexicon-')), 'empty.txt');
     writeFileSync(empty, '# nothing\n123\n');
     await expect(startServer(['-m', fixtureModel(STORIES), '-lexicon', empty])).rejects.toThrow(/holds no words/);

@@ -1,5 +1,5 @@
 import { FlagError, parseFlags } from '../../apps/server/src/config/flags';
-import { buildConfig } from '../../apps/server/src/config/server-config';
+import { buildConfig, checkFlagFiles } from '../../apps/server/src/config/server-config';
 
 describe('Go-style flags', () => {
   it('reads -flag value, -flag=value, --flag and bare booleans', () => {
@@ -32,8 +32,8 @@ describe('Go-style flags', () => {
     expect(c.engine.concurrency).toBe(4);
     expect(() => buildConfig(parseFlags(['-addr', 'nope']).flags)).toThrow(/host:port/);
     // Files read at boot: a startup error naming the flag (it was a stack trace and exit 1).
-    expect(() => buildConfig(parseFlags(['-tls-cert', '/nonexistent.pem']).flags)).toThrow('flag -tls-cert: cannot read /nonexistent.pem (ENOENT)');
-    expect(() => buildConfig(parseFlags(['-lexicon', '/']).flags)).toThrow('flag -lexicon: cannot read / (not a file)');
+    expect(() => checkFlagFiles(parseFlags(['-tls-cert', '/nonexistent.pem']).flags)).toThrow('flag -tls-cert: cannot read /nonexistent.pem (ENOENT)');
+    expect(() => checkFlagFiles(parseFlags(['-lexicon', '/']).flags)).toThrow('flag -lexicon: cannot read / (not a file)');
     expect(() => buildConfig(parseFlags(['-concurrency', '0']).flags)).toThrow(/between 1 and/);
     expect(buildConfig(parseFlags(['-addr', '[::1]:80']).flags)).toMatchObject({ host: '::1', port: 80 });
   });

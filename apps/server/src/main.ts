@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { bootstrap } from './bootstrap';
-import { buildConfig, checkDefaultModelFile, VERSION } from './config/server-config';
+import { buildConfig, checkDefaultModelFile, checkFlagFiles, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);
     checkDefaultModelFile(config);
+    checkFlagFiles(flags);
   } catch (err) {
     if (err instanceof FlagError) {
       console.error(`svc: ${err.message}`);

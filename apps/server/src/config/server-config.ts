@@ -76,18 +76,6 @@ export function buildConfig(f: FlagValues): ServerConfig {
   const logLevel = oneOf(f, 'log-level', ['error', 'warn', 'log', 'debug'] as const) ?? 'log';
   const profile = oneOf(f, 'profile', ['default', 'enterprise'] as const);
   if (f['tls-key'] && !f['tls-cert']) throw new FlagError('flag -tls-key needs -tls-cert');
-  // Files read at boot: one that cannot be read is a startup error naming its flag (exit 2), not
-  // a stack trace from the boot (exit 1).
-  for (const k of ['tls-cert', 'tls-key', 'tls-client-ca', 'lexicon']) {
-    const path = f[k] as string | undefined;
-    if (path === undefined) continue;
-    try {
-      accessSync(path, constants.R_OK);
-      if (!statSync(path).isFile()) throw new Error('not a file');
-    } catch (err) {
-      throw new FlagError(`flag -${k}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-    }
-  }
   const auth = buildAuthConfig(f);
   return {
     host,
@@ -144,4 +132,22 @@ export function checkDefaultModelFile(config: ServerConfig): void {
   const m = config.defaultModel;
   const looksLikePath = m !== undefined && (/\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m));
   if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -m: no model file at ${m}`);
+}
+
+/**
+ * Files the boot reads: one that cannot be read is a startup error naming its flag (exit 2), not
+ * a stack trace from the boot (exit 1). Apart from buildConfig, which also checks a pod's flags
+ * where those files do not exist (test/deploy).
+ */
+export function checkFlagFiles(f: FlagValues): void {
+  for (const k of ['tls-cert', 'tls-key', 'tls-client-ca', 'lexicon']) {
+    const path = f[k] as string | undefined;
+    if (path === undefined) continue;
+    try {
+      accessSync(path, constants.R_OK);
+      if (!statSync(path).isFile()) throw new Error('not a file');
+    } catch (err) {
+      throw new FlagError(`flag -${k}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
 }
