@@ -197,7 +197,11 @@ describe('a full KV cache with a request queued on a context', () => {
     }
     const q = await queued;
     expect([200, 503]).toContain(q.status);
-    if (q.status === 503) expect(q.json.error.message).toMatch(/^the KV cache is full \(its context could not stay loaded/);
+    if (q.status === 503) {
+      expect(q.json.error.message).toMatch(/^the KV cache is full \(its context could not stay loaded/);
+      // A wait, not a fault: the client is told when to try again.
+      expect(q.headers.get('retry-after')).toBe('1');
+    }
     // The context is intact and usable once the others are done.
     const again = await postJson(`${srv.url}/v1/completions`, { prompt: `${STORY.repeat(3)}The`, max_tokens: 8, temperature: 0, svc_session: ctx.json.id });
     expect(again.status).toBe(200);

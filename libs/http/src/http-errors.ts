@@ -12,7 +12,7 @@ export interface HttpFailure {
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof EngineError) {
     const f: HttpFailure = { status: err.status, message: err.message };
-    if (err.status === 429) f.headers = { 'retry-after': '1' };
+    if (err.status === 429 || err.retryAfter !== undefined) f.headers = { 'retry-after': String(err.retryAfter ?? 1) };
     return f;
   }
   if (err instanceof HttpException) {

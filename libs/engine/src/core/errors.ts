@@ -6,6 +6,8 @@ export class EngineError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** Seconds after which the same request may succeed (a capacity wait, not a fault): Retry-After. */
+    readonly retryAfter?: number,
   ) {
     super(message);
     this.name = new.target.name;
@@ -50,5 +52,12 @@ export class ClientGoneError extends EngineError {
 export class ServerShuttingDownError extends EngineError {
   constructor() {
     super('the server is shutting down', 503);
+  }
+}
+
+/** The KV cache had no room for this request while others ran: retry soon (503 with Retry-After). */
+export class KvFullError extends EngineError {
+  constructor(why: string) {
+    super(`the KV cache is full (${why}): retry, or lower -concurrency or the context size`, 503, 1);
   }
 }

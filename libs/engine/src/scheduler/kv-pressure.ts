@@ -1,4 +1,4 @@
-import { EngineError } from '../core/errors';
+import { KvFullError } from '../core/errors';
 import { PrefixCache } from './prefix-cache';
 import { SamplerPool } from './sampler-pool';
 import { SchedulerStats } from './scheduler-stats';
@@ -65,6 +65,6 @@ export class KvPressure {
   }
 }
 
-function kvFull(why: string): EngineError {
-  return new EngineError(`the KV cache is full (${why}): retry, or lower -concurrency or the context size`, 503);
+function kvFull(why: string): KvFullError {
+  return new KvFullError(why);
 }
