@@ -264,6 +264,11 @@ describe('contexts across an unload of their model (keep_alive)', () => {
     await unload('mine');
     const deleted = await fetch(`${srv.url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'mine' }) });
     expect(deleted.status).toBe(200);
+    // Its contexts, on disk since the unload, went with it: a new copy under the name starts empty.
+    expect((await postJson(`${srv.url}/api/copy`, { source: 'stories260K', destination: 'mine' })).status).toBe(200);
+    const revived = (await (await fetch(`${srv.url}/v1/contexts?model=mine`)).json()) as { data: unknown[] };
+    expect(revived.data).toEqual([]);
+    expect((await fetch(`${srv.url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'mine' }) })).status).toBe(200);
     const again = await greedy(srv, { prompt: STORY + first.choices[0].text, svc_session: 'kept-apart' });
     expect(again.choices[0].text).toBe(expected.choices[0].text);
     expect(again.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);

@@ -55,7 +55,7 @@ export class StoreController {
         throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
       });
       this.afterPull();
-      await this.freeUnlisted();
+      this.freeUnlisted();
       await reply.status(200).send({ status: 'success' });
       return;
     }
@@ -63,7 +63,7 @@ export class StoreController {
     try {
       await this.puller.pull(source, { ...opts, onProgress: (p: PullProgress) => out.line(p) });
       this.afterPull();
-      await this.freeUnlisted();
+      this.freeUnlisted();
     } catch (err) {
       out.line({ error: (err as Error).message });
     }
@@ -80,15 +80,15 @@ export class StoreController {
     }
     await this.admin.copy(body.source, body.destination);
     // A copy onto a loaded name leaves its old weights named by nothing.
-    await this.freeUnlisted();
+    this.freeUnlisted();
   }
 
   @Delete('delete')
   async delete(@Body() raw: unknown, @Req() req: FastifyRequest): Promise<void> {
     this.guard(req);
     const body = jsonObject(raw);
-    this.admin.delete(nameField(body));
-    await this.freeUnlisted();
+    const gone = this.admin.delete(nameField(body));
+    this.freeUnlisted(gone.path ? [gone.path] : []);
   }
 
   /**
@@ -97,9 +97,9 @@ export class StoreController {
    * still refers to them. Answers once they are out of service, without waiting for their running
    * requests to finish (a delete, copy or pull would otherwise hang behind a long generation).
    */
-  private async freeUnlisted(): Promise<void> {
+  private freeUnlisted(gone: string[] = []): void {
+    this.models.retireUnlisted(gone);
     const listed = this.listedPaths();
-    for (const lm of await this.models.resident()) void (await this.models.detachPath(lm.entry.path, listed)).freed;
     const boot = this.moduleRef.get(BootState, { strict: false });
     if (boot?.model && !listed.has(boot.model.entry.path)) {
       // /healthz reported those weights: it reports the next default, or the no-model state.

@@ -108,17 +108,28 @@ export class ModelManager {
   }
 
   /**
-   * Takes the loaded copy of a file no listed name refers to out of service now: no new request
-   * reaches it and /api/ps stops listing it. Its running requests finish first; `freed` says
-   * when it and its contexts are gone (a delete's answer does not wait for that).
+   * Takes the files no listed name refers to any more (after a delete, copy or pull) out of
+   * service now: no new request reaches them and /api/ps stops listing them. Their running
+   * requests finish first, then they and their contexts are freed, in the background (the
+   * store's answer does not wait for a long generation). `gone`: files just deleted, whose
+   * contexts kept on disk from an earlier unload go too. A file still loading is handled when
+   * its load ends.
    */
-  async detachPath(path: string, listed: Set<string>): Promise<{ freed: Promise<void> }> {
-    if (listed.has(path)) return { freed: Promise.resolve() };
-    const p = this.loaded.get(path);
-    if (p) void this.unload(await p.catch(() => undefined), false).catch(() => undefined);
-    // Also waits for an unload that was already writing this file's contexts to disk (keep_alive).
-    const freed = (this.unloading.get(path) ?? Promise.resolve()).catch(() => undefined).then(() => this.kept.discard(path));
-    return { freed };
+  retireUnlisted(gone: string[] = []): void {
+    const listed = new Set(this.catalog.list().map((e) => e.path));
+    const paths = new Set([...gone, ...this.ready.keys()].filter((p) => !listed.has(p)));
+    for (const path of paths) {
+      const lm = this.ready.get(path);
+      // A keep_alive unload still writing this file's contexts to disk is waited for, then they go.
+      const done = lm ? this.unload(lm, false) : (this.unloading.get(path) ?? Promise.resolve());
+      done
+        .catch(() => undefined)
+        .then(() => this.kept.discard(path))
+        .catch((err: Error) => this.log.warn(`could not remove the kept contexts of ${path}: ${err.message}`));
+    }
+    for (const [path, p] of this.loaded) {
+      if (!this.ready.has(path) && !listed.has(path)) void p.then(() => this.retireUnlisted(), () => undefined);
+    }
   }
 
   /** Frees a hidden context (a stored response's): now if its model is loaded, else when it loads again. */
