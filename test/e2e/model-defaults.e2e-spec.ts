@@ -71,6 +71,17 @@ describe('model defaults from the manifest', () => {
     expect(msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0)).toBe(withModelSystem);
   });
 
+  it('a context made from messages holds the SYSTEM too, so svc_session continues it', async () => {
+    const messages = [{ role: 'user', content: 'Tell me a story.' }];
+    const ctx = await postJson(`${srv.url}/v1/contexts`, { model: 'tuned', messages });
+    expect(ctx.status).toBe(201);
+    const chat = await postJson(`${srv.url}/v1/chat/completions`, { model: 'tuned', messages, max_tokens: 1, svc_session: ctx.json.id });
+    expect(chat.status).toBe(200);
+    expect(chat.json.usage.prompt_tokens).toBe(ctx.json.tokens);
+    expect(chat.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+    expect((await fetch(`${srv.url}/v1/contexts/${ctx.json.id}?model=tuned`, { method: 'DELETE' })).status).toBe(204);
+  });
+
   it('/api/show reports the parameters, system and license', async () => {
     const show = (await postJson(`${srv.url}/api/show`, { model: 'tuned' })).json;
     expect(show.system).toBe(SYSTEM);

@@ -6,6 +6,7 @@ import { EngineError, InvalidRequestError } from '../../engine/src/core/errors';
 import { CoreMessage } from '../../engine/src/core/generation-request';
 import { LoadedModel } from '../../engine/src/models/loaded-model';
 import { ModelManager } from '../../engine/src/models/model-manager';
+import { withModelSystem } from '../../engine/src/models/model-defaults';
 import { renderPrompt } from '../../engine/src/prompt/prompt-renderer';
 import { toCoreMessage } from '../../dialects/src/openai/mapping/chat-request.mapper';
 import { checkMessages } from '../../dialects/src/shared/to-core';
@@ -26,7 +27,7 @@ export class ContextsService {
   async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }): Promise<KvContext> {
     if (body.prompt != null && body.messages != null) throw new InvalidRequestError('send prompt or messages, not both');
     const lm = await this.models.acquire(model);
-    const tokens = await this.tokensOf(lm, body, true);
+    const tokens = await this.tokensOf(lm, model, body, true);
     // As for a request's prompt: a context that holds no room for a token could never generate.
     const limit = lm.scheduler.nCtxSeq;
     if (tokens && tokens.length + 1 > limit) throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per context`);
@@ -61,7 +62,7 @@ export class ContextsService {
       if (typeof body.tokens !== 'number' || !Number.isInteger(body.tokens)) throw new InvalidRequestError('cannot parse request: tokens must be an integer');
       target = body.tokens;
     } else if (body.messages != null) {
-      target = (await this.tokensOf(lm, { messages: body.messages }, false))?.length ?? 0;
+      target = (await this.tokensOf(lm, model, { messages: body.messages }, false))?.length ?? 0;
     } else {
       throw new InvalidRequestError('send tokens or messages');
     }
@@ -200,7 +201,7 @@ export class ContextsService {
     }
   }
 
-  private async tokensOf(lm: LoadedModel, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<Int32Array | undefined> {
+  private async tokensOf(lm: LoadedModel, model: string, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<Int32Array | undefined> {
     // null is "absent", as in every optional field.
     if (body.prompt != null) {
       if (typeof body.prompt !== 'string') throw new InvalidRequestError('cannot parse request: prompt must be a string');
@@ -214,7 +215,9 @@ export class ContextsService {
       // Checked as a chat request checks them: a context is never made of messages chat refuses.
       checkMessages(body.messages as Array<{ role?: unknown }>);
       const messages = (body.messages as Array<Record<string, unknown>>).map(toCoreMessage);
-      const rendered = renderPrompt(lm.native, { kind: 'chat', messages, generationPrompt }, { kind: 'none' });
+      // With the model's SYSTEM, as a chat request renders them: svc_session then continues it.
+      const defaults = this.models.catalog.defaults(this.models.catalog.resolve(model));
+      const rendered = renderPrompt(lm.native, withModelSystem({ kind: 'chat', messages, generationPrompt }, defaults), { kind: 'none' });
       return lm.native.tokenize(rendered.text, true, true);
     }
     return undefined;
