@@ -255,6 +255,11 @@ describe('the no-model state', () => {
     expect(r.status).toBe(503);
     const g = await postJson(`${srv.url}/api/generate`, { model: 'foo', prompt: 'x' });
     expect(g.json).toEqual({ error: 'this server has no model. Pull one: POST /api/pull' });
+    // Embeddings too, named or not (a name was a 404 listing no names).
+    for (const body of [{ model: 'foo', input: 'x' }, { input: 'x' }]) {
+      const e = await postJson(`${srv.url}/api/embed`, body);
+      expect([e.status, e.json]).toEqual([503, { error: 'this server has no model. Pull one: POST /api/pull' }]);
+    }
     const show = await postJson(`${srv.url}/api/show`, { model: 'foo' });
     expect(show.status).toBe(404);
   });

@@ -62,9 +62,12 @@ describe('model defaults from the manifest', () => {
     const withModelSystem = await count('tuned', messages);
     expect(withModelSystem).toBe(await count('plain', [{ role: 'system', content: SYSTEM }, ...messages]));
     expect(withModelSystem).toBeGreaterThan(await count('plain', messages));
-    // A system turn of the request's own replaces it.
+    // A system turn of the request's own replaces it (a developer turn too, as newer clients send it).
     const own = [{ role: 'system', content: 'Be brief.' }, ...messages];
     expect(await count('tuned', own)).toBe(await count('plain', own));
+    const dev = [{ role: 'developer', content: 'Be brief.' }, ...messages];
+    const devCount = async (model: string) => (await postJson(`${srv.url}/v1/chat/completions`, { model, messages: dev, max_tokens: 1 })).json.usage.prompt_tokens;
+    expect(await devCount('tuned')).toBe(await devCount('plain'));
     const chat = (await postJson(`${srv.url}/v1/chat/completions`, { model: 'tuned', messages, max_tokens: 1 })).json;
     expect(chat.usage.prompt_tokens).toBe(withModelSystem);
     const msg = (await postJson(`${srv.url}/v1/messages`, { model: 'tuned', messages, max_tokens: 1 })).json;
@@ -87,7 +90,7 @@ describe('model defaults from the manifest', () => {
     expect(show.system).toBe(SYSTEM);
     expect(show.license).toBe('MIT, for the test');
     expect(show.parameters.split('\n')).toEqual([`${'num_ctx'.padEnd(30)} 4096`, `${'stop'.padEnd(30)} "Lily"`, `${'temperature'.padEnd(30)} 0`]);
-    expect(show.modelfile).toContain(`SYSTEM ${JSON.stringify(SYSTEM)}`);
+    expect(show.modelfile).toContain(`SYSTEM """${SYSTEM}"""`);
     expect(show.modelfile).toContain(`PARAMETER ${'stop'.padEnd(30)} "Lily"`);
     // A fully qualified name finds the listed one.
     expect((await postJson(`${srv.url}/api/show`, { model: 'registry.ollama.ai/library/tuned:latest' })).json.system).toBe(SYSTEM);

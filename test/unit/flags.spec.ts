@@ -33,7 +33,8 @@ describe('Go-style flags', () => {
     expect(() => buildConfig(parseFlags(['-addr', 'nope']).flags)).toThrow(/host:port/);
     // Files read at boot: a startup error naming the flag (it was a stack trace and exit 1).
     expect(() => checkFlagFiles(parseFlags(['-tls-cert', '/nonexistent.pem']).flags)).toThrow('flag -tls-cert: cannot read /nonexistent.pem (ENOENT)');
-    expect(() => checkFlagFiles(parseFlags(['-lexicon', '/']).flags)).toThrow('flag -lexicon: cannot read / (not a file)');
+    expect(() => checkFlagFiles(parseFlags(['-lexicon', '/']).flags)).toThrow('flag -lexicon: cannot read / (a folder, not a file)');
+    expect(() => checkFlagFiles(parseFlags(['-tls-cert=', '-lexicon', '/dev/stdin']).flags)).not.toThrow();
     expect(() => buildConfig(parseFlags(['-concurrency', '0']).flags)).toThrow(/between 1 and/);
     expect(buildConfig(parseFlags(['-addr', '[::1]:80']).flags)).toMatchObject({ host: '::1', port: 80 });
   });

@@ -26,6 +26,7 @@ describe('GGUF metadata without loading weights', () => {
     // Fully qualified names find the short listing, as the local runner resolves them.
     expect(sameModel('registry.ollama.ai/library/qwen2.5:latest', 'qwen2.5:latest')).toBe(true);
     expect(sameModel('library/Tiny', 'tiny')).toBe(true);
+    expect(sameModel('Library/X', 'x')).toBe(true);
     expect(sameModel('registry.ollama.ai/me/tiny', 'me/tiny:latest')).toBe(true);
     expect(sameModel('me/tiny', 'tiny')).toBe(false);
     expect(sameModel('stories260K+my lora', 'Stories260K+My Lora')).toBe(true);

@@ -25,11 +25,14 @@ describe('a model\'s defaults under the request', () => {
   });
 
   it('skips values no author meant, and leaves raw text and a system turn alone', () => {
-    const d = { options: { temperature: 'hot', seed: 1.5, top_p: Infinity }, system: 'S' };
+    const d = { options: { temperature: 'hot', seed: 1.5, top_p: Infinity, top_k: 2.5, repeat_last_n: -0.5 }, system: 'S' };
+    expect(withModelDefaults(req(), { options: d.options }).sampling).toEqual({});
     const raw = req({ prompt: { kind: 'text', text: 'x' } });
     expect(withModelDefaults(raw, d)).toBe(raw);
     const sys = req({ prompt: { kind: 'chat', messages: [{ role: 'system', content: 'mine' }] } });
     expect(withModelDefaults(sys, d)).toBe(sys);
+    const dev = req({ prompt: { kind: 'chat', messages: [{ role: 'developer', content: 'mine' }] } });
+    expect(withModelDefaults(dev, d)).toBe(dev);
   });
 
   it('reads the layers once per content, ignores a params layer that is not a JSON object, and writes parameters as the local runner', () => {

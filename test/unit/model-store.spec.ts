@@ -46,7 +46,7 @@ describe('keep_alive, sizes and challenges', () => {
     expect(parseKeepAlive('-5m')).toBe(Infinity);
     expect(parseKeepAlive('+5m')).toBe(300_000);
     expect(parseKeepAlive('-0s')).toBe(0);
-    for (const bad of ['-garbage', '+', '-', '--5m', '+-1h']) expect(() => parseKeepAlive(bad)).toThrow(/keep_alive: cannot read/);
+    for (const bad of ['-garbage', '+', '-', '--5m', '+-1h', '- 5m', '+ 5']) expect(() => parseKeepAlive(bad)).toThrow(`keep_alive: cannot read "${bad.trim()}" as a duration`);
     expect(parseKeepAlive('-1m')).toBe(Infinity);
     expect(() => parseKeepAlive('soon')).toThrow(/keep_alive/);
   });

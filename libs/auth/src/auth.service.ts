@@ -43,6 +43,8 @@ export class AuthService {
   constructor(@Inject(SERVER_CONFIG) private readonly config: ServerConfig) {
     this.cfg = config.auth;
     for (const key of config.apiKeys) {
+      // Only a -api-key value can hold one ($SVC_API_KEY is split on commas): once, that was two keys.
+      if (key.includes(',')) this.log.warn('an -api-key value holds a comma: it is one key, taken whole; give each key its own -api-key');
       this.ring.add(storedKeyDigest(key), { name: API_KEY_CALLER, compartments: [], labels: [], anonymous: true, via: 'api-key' });
     }
     for (const c of this.cfg.callers) {

@@ -27,7 +27,8 @@ export class MetricsController {
     if (!lm) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
     const s = lm.scheduler.stats;
     return {
-      model: lm.name,
+      // The name asked for: two names of one file share a load.
+      model: entry.name,
       backend_load_ms: Math.round(lm.loadMs),
       context_per_request: lm.scheduler.nCtxSeq,
       queued: lm.scheduler.queued,

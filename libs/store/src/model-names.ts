@@ -6,7 +6,7 @@ import { displayName, parseModelRef } from './model-ref';
  * `registry.ollama.ai/library/x:latest`) finds the short one it is listed as.
  */
 export function normalizeModelName(name: string): string {
-  let n = name.trim();
+  let n = name.trim().toLowerCase();
   try {
     n = displayName(parseModelRef(n));
   } catch {

@@ -142,10 +142,11 @@ export function checkDefaultModelFile(config: ServerConfig): void {
 export function checkFlagFiles(f: FlagValues): void {
   for (const k of ['tls-cert', 'tls-key', 'tls-client-ca', 'lexicon']) {
     const path = f[k] as string | undefined;
-    if (path === undefined) continue;
+    if (path === undefined || path === '') continue;
     try {
       accessSync(path, constants.R_OK);
-      if (!statSync(path).isFile()) throw new Error('not a file');
+      // A pipe (-tls-key <(vault read ...), /dev/stdin) reads as well as a file; a folder does not.
+      if (statSync(path).isDirectory()) throw new Error('a folder, not a file');
     } catch (err) {
       throw new FlagError(`flag -${k}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
     }

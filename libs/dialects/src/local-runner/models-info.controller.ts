@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
+import { statSync } from 'node:fs';
 import { InferenceBackend } from '../../../engine/src/backend/inference-backend';
 import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { LoadedModel } from '../../../engine/src/models/loaded-model';
@@ -46,10 +47,21 @@ export class ModelsInfoController {
   }
 }
 
-/** Every array read whole; a file that cannot be read again falls back to the listing's metadata. */
+/**
+ * Every array read whole (megabytes for a 150k-token vocabulary, read on the event loop): the
+ * last file's answer is kept while its size and time are unchanged, so repeated verbose calls
+ * (a UI polling one model) cost one read. A file that cannot be read again falls back to the
+ * listing's metadata.
+ */
+let lastFull: { key: string; kv: Record<string, unknown> } | undefined;
 function fullMetadata(path: string): Record<string, unknown> | undefined {
   try {
-    return readGgufMetadata(path, { allArrays: true })?.kv;
+    const st = statSync(path);
+    const key = `${path}\0${st.size}\0${st.mtimeMs}`;
+    if (lastFull?.key === key) return lastFull.kv;
+    const kv = readGgufMetadata(path, { allArrays: true })?.kv;
+    if (kv) lastFull = { key, kv };
+    return kv;
   } catch {
     return undefined;
   }

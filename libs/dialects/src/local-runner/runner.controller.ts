@@ -82,7 +82,7 @@ export class RunnerController {
 
   /** No encoder can be loaded yet (the spec's message for a decoder-only server); a name nothing lists is a 404 first. */
   private noEncoder(dto: EmbedRequestDto): Error {
-    if (typeof dto.model === 'string' && dto.model) this.catalog.resolve(dto.model);
+    if (typeof dto.model === 'string' && dto.model) this.catalog.resolve(dto.model, { generating: true });
     const name = this.catalog.defaultName();
     if (name === undefined) return new NoModelError();
     return new InvalidRequestError(`this server is serving ${name}, a decoder, and has no encoder loaded`);

@@ -15,6 +15,8 @@ const SAMPLING_OPTIONS: Array<[string, keyof SamplingParams]> = [
   ['frequency_penalty', 'frequencyPenalty'],
 ];
 
+const INTEGER_OPTIONS = new Set<keyof SamplingParams>(['seed', 'topK', 'repeatLastN']);
+
 /**
  * A model's own defaults (its manifest's PARAMETER and SYSTEM) under what the request says, as
  * the local runner merges them, in every dialect: a sampling value the request leaves out comes
@@ -29,7 +31,7 @@ export function withModelDefaults(req: GenerationRequest, d: ModelDefaults): Gen
     const v = o[name];
     // Values a model author could not have meant are skipped, not blamed on the request.
     if (sampling[field] !== undefined || typeof v !== 'number' || !Number.isFinite(v)) continue;
-    if (field === 'seed' && !Number.isSafeInteger(v)) continue;
+    if (INTEGER_OPTIONS.has(field) && !Number.isSafeInteger(v)) continue;
     sampling = { ...sampling, [field]: v };
   }
   const stops = Array.isArray(o.stop) ? o.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
@@ -40,6 +42,7 @@ export function withModelDefaults(req: GenerationRequest, d: ModelDefaults): Gen
 
 /** The model's SYSTEM as the first turn of a conversation that has none (raw text is left as is). */
 export function withModelSystem(prompt: PromptInput, d: ModelDefaults): PromptInput {
-  if (!d.system || prompt.kind !== 'chat' || prompt.messages.some((m) => m.role === 'system')) return prompt;
+  // OpenAI's developer role is the system turn of newer clients: it replaces the model's SYSTEM too.
+  if (!d.system || prompt.kind !== 'chat' || prompt.messages.some((m) => m.role === 'system' || m.role === 'developer')) return prompt;
   return { ...prompt, messages: [{ role: 'system', content: d.system }, ...prompt.messages] };
 }

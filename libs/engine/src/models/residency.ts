@@ -27,19 +27,22 @@ function keepAliveMs(v: number | string | undefined | null): number {
   }
   const s = String(v).trim();
   if (/^[-+]?\d+(\.\d+)?$/.test(s)) return keepAliveMs(Number(s));
-  // A sign, as Go's durations take it: a negative duration is forever, but only a duration.
-  if (s.startsWith('-') || s.startsWith('+')) {
-    const rest = keepAliveMs(/^[^-+]/.test(s.slice(1)) ? s.slice(1) : 'x');
-    return s.startsWith('-') && rest > 0 ? Infinity : rest;
-  }
+  // One sign, as Go's durations take it, right before the duration: a negative one is forever.
+  const sign = /^[-+]/.test(s) ? s[0] : '';
+  const ms = durationMs(s.slice(sign.length), s);
+  return sign === '-' && ms > 0 ? Infinity : ms;
+}
+
+/** An unsigned Go duration ("1h30m", "500ms"); `whole` names the value in the error. */
+function durationMs(body: string, whole: string): number {
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let ms = 0;
   let pos = 0;
-  for (let m = re.exec(s); m; m = re.exec(s)) {
+  for (let m = re.exec(body); m; m = re.exec(body)) {
     ms += Number(m[1]) * UNITS[m[2]];
     pos = re.lastIndex;
   }
-  if (pos !== s.length || pos === 0) throw new InvalidRequestError(`keep_alive: cannot read "${String(v).trim()}" as a duration (e.g. 5m, 30s, 1h)`);
+  if (pos !== body.length || pos === 0) throw new InvalidRequestError(`keep_alive: cannot read "${whole}" as a duration (e.g. 5m, 30s, 1h)`);
   return ms;
 }
 
