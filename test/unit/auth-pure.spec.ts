@@ -183,6 +183,7 @@ describe('callers file and flags', () => {
     expect(() => parseCallers([{ keys: [] }], L)).toThrow(/name must be/);
     expect(() => parseCallers({}, L)).toThrow(/expected a list/);
     // A misspelt field left the caller with no clearance, silently.
+    expect(() => parseCallers([{ name: 'x', compartments: ['bad comp!'] }], L)).toThrow('callers: callers[0].compartments: "bad comp!" is not letters, digits, underscore, hyphen or dot');
     expect(() => parseCallers([{ name: 'x', clearence: 'SECRET' }], L)).toThrow('callers: callers[0]: unknown field "clearence" (a caller has name, keys, clearance, compartments, labels)');
   });
 

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { load as loadYaml } from 'js-yaml';
-import { levelRank, normalizeCompartment } from './marking';
+import { isCompartmentName, levelRank, normalizeCompartment } from './marking';
 import { storedKeyDigest } from './keys';
 
 /** One named caller from -callers, with its keys held as sha256 digests. */
@@ -69,7 +69,11 @@ export function parseCallers(doc: unknown, levels: string[], source = 'callers')
         return storedKeyDigest(k);
       }),
       clearance,
-      compartments: strings('compartments').map(normalizeCompartment),
+      compartments: strings('compartments').map((c) => {
+        // One no marking can name would never match: refused rather than silently useless.
+        if (!isCompartmentName(c)) throw new Error(`${at}.compartments: "${c}" is not letters, digits, underscore, hyphen or dot`);
+        return normalizeCompartment(c);
+      }),
       labels: strings('labels'),
     };
   });

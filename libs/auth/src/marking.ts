@@ -62,6 +62,11 @@ export function parseMarking(value: string, levels: string[]): Marking {
   return { level, rank, compartments, canonical: compartments.length ? `${level}//${compartments.join('/')}` : level };
 }
 
+/** Whether a marking could name this compartment (X-Classification's syntax). */
+export function isCompartmentName(c: string): boolean {
+  return COMPARTMENT.test(norm(c));
+}
+
 export function normalizeCompartment(c: string): string {
   return norm(c);
 }
