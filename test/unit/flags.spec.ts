@@ -44,6 +44,14 @@ describe('Go-style flags', () => {
     expect(buildConfig(parseFlags([], { SVC_HUGE_PAGES: 'on' }).flags).engine.hugePages).toBe('on');
     expect(() => buildConfig(parseFlags(['-huge-pages', 'yes']).flags)).toThrow(/-huge-pages must be one of auto, on, off/);
   });
+  it('takes -keep-alive as a keep_alive (also $SVC_KEEP_ALIVE), default 5m', () => {
+    expect(buildConfig(parseFlags([]).flags).engine.keepAliveMs).toBe(300_000);
+    expect(buildConfig(parseFlags(['-keep-alive', '1h30m']).flags).engine.keepAliveMs).toBe(5_400_000);
+    expect(buildConfig(parseFlags(['-keep-alive', '-1']).flags).engine.keepAliveMs).toBe(Infinity);
+    expect(buildConfig(parseFlags(['-keep-alive=0']).flags).engine.keepAliveMs).toBe(0);
+    expect(buildConfig(parseFlags([], { SVC_KEEP_ALIVE: '90' }).flags).engine.keepAliveMs).toBe(90_000);
+    expect(() => buildConfig(parseFlags(['-keep-alive', 'soon']).flags)).toThrow('flag -keep-alive: keep_alive: cannot read "soon" as a duration');
+  });
   it('takes -backend-sampling auto, on or off (also $SVC_BACKEND_SAMPLING)', () => {
     expect(buildConfig(parseFlags([]).flags).engine.backendSampling).toBe('auto');
     expect(buildConfig(parseFlags(['-backend-sampling', 'on']).flags).engine.backendSampling).toBe('on');

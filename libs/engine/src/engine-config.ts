@@ -1,3 +1,5 @@
+import { DEFAULT_KEEP_ALIVE_MS } from './models/residency';
+
 /** Engine settings, from the startup flags (apps/server/src/config). */
 export interface EngineConfig {
   /** Threads for single-token decode and for prompt batches. */
@@ -26,6 +28,8 @@ export interface EngineConfig {
   backendSampling: 'auto' | 'on' | 'off';
   /** Bytes resident models may take together (-memory-budget); 0 = total memory minus 2 GiB. */
   memoryBudget: number;
+  /** keep_alive of a local-runner request that names none (-keep-alive; ms, Infinity = forever). */
+  keepAliveMs: number;
 }
 
 export const ENGINE_CONFIG = Symbol('ENGINE_CONFIG');
@@ -46,5 +50,6 @@ export function defaultEngineConfig(cpus: number): EngineConfig {
     hugePages: 'auto',
     backendSampling: 'auto',
     memoryBudget: 0,
+    keepAliveMs: DEFAULT_KEEP_ALIVE_MS,
   };
 }

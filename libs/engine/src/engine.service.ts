@@ -3,7 +3,7 @@ import { NativeSamplerOptions } from './backend/native-addon';
 import { describeGbnfProblem, invertedRepetition } from './constraints/gbnf-check';
 import { schemaProblem } from './constraints/schema-check';
 import { Lexicon } from './constraints/lexicon';
-import { InvalidRequestError } from './core/errors';
+import { InvalidRequestError, ServerShuttingDownError } from './core/errors';
 import { GenerationEvent } from './core/generation-events';
 import { ContextRef, GenerationRequest, OutputConstraint, PromptInput, SamplingParams } from './core/generation-request';
 import { KvContext } from './contexts/kv-context';
@@ -41,6 +41,19 @@ export class EngineService implements OnApplicationShutdown {
   ) {}
 
   async generate(asked: GenerationRequest): Promise<GenerationHandle> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.generateOnce(asked);
+      } catch (err) {
+        // The model was retired (its name deleted or repointed, or unloaded for memory) between
+        // acquire and submit: ask for the name again, which loads what it names now or says 404.
+        // Only a server that is really stopping answers "shutting down".
+        if (!(err instanceof ServerShuttingDownError) || this.models.closing || attempt >= RETIRED_RETRIES) throw err;
+      }
+    }
+  }
+
+  private async generateOnce(asked: GenerationRequest): Promise<GenerationHandle> {
     const requested = this.resolveLexicon(asked);
     const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
     // The requested name's manifest, not the loaded file's: two names of one file may differ here.
@@ -155,6 +168,9 @@ export class EngineService implements OnApplicationShutdown {
     if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
   }
 }
+
+/** Tries of one request on models retired under it before the refusal stands (each retry re-resolves the name). */
+const RETIRED_RETRIES = 3;
 
 /** llama.cpp says only "failed to parse grammar": name the problem for a caller's own grammar. */
 const PREFILL_NOT_JSON =

@@ -23,7 +23,7 @@ export class MetricsController {
     if (name === undefined) throw new NotFoundException('this server has no model. Pull one: POST /api/pull');
     // A name nothing lists: the catalog's 404, with the available names.
     const entry = this.models.catalog.resolve(name);
-    const lm = (await this.models.resident()).find((m) => m.entry.path === entry.path);
+    const lm = this.models.resident().find((m) => m.entry.path === entry.path);
     if (!lm) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
     const s = lm.scheduler.stats;
     return {

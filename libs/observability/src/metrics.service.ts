@@ -57,7 +57,7 @@ export class MetricsService {
     // Prometheus reads as a counter reset.
     const perModel = (name: string, help: string, read: (m: LoadedModel) => number, counter = false) => {
       const config = { name, help, labelNames: ['model'], registers: [this.registry] };
-      const values = async () => (await resident()).map((m) => [{ model: m.name }, read(m)] as const);
+      const values = async () => resident().map((m) => [{ model: m.name }, read(m)] as const);
       if (counter) {
         new Counter({
           ...config,

@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
-import { parseBytes } from '../../../../libs/engine/src/models/residency';
+import { parseBytes, parseKeepAlive } from '../../../../libs/engine/src/models/residency';
 import { FlagError, FlagValues } from './flags';
 import { AuthConfig, buildAuthConfig } from '../../../../libs/auth/src/auth-config';
 
@@ -67,6 +67,13 @@ export function buildConfig(f: FlagValues): ServerConfig {
       engine.memoryBudget = parseBytes(String(f['memory-budget']));
     } catch (err) {
       throw new FlagError(`flag -memory-budget: ${(err as Error).message}`);
+    }
+  }
+  if (f['keep-alive'] !== undefined) {
+    try {
+      engine.keepAliveMs = parseKeepAlive(String(f['keep-alive']));
+    } catch (err) {
+      throw new FlagError(`flag -keep-alive: ${(err as Error).message}`);
     }
   }
   engine.flashAttn = oneOf(f, 'flash-attn', ['auto', 'on', 'off'] as const) ?? 'auto';

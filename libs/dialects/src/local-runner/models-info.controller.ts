@@ -20,7 +20,7 @@ export class ModelsInfoController {
 
   @Get('tags')
   async tags(): Promise<unknown> {
-    const resident = await this.models.resident();
+    const resident = this.models.resident();
     // Newest first, as the local runner lists them.
     const entries = [...this.catalog.list()].sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
     return { models: entries.map((e) => tagsEntry(e, residentFor(resident, e))) };
@@ -31,7 +31,7 @@ export class ModelsInfoController {
     const onGpu = this.backend.name !== 'cpu';
     // Latest expiry first, as the local runner lists them (kept forever: first of all).
     const until = (lm: LoadedModel) => lm.expiresAt?.getTime() ?? Infinity;
-    const loaded = (await this.models.resident()).sort((a, b) => until(b) - until(a) || 0);
+    const loaded = this.models.resident().sort((a, b) => until(b) - until(a) || 0);
     return { models: loaded.map((lm) => psEntry(lm, onGpu)) };
   }
 
@@ -43,7 +43,7 @@ export class ModelsInfoController {
     // Unknown names: the catalog's ModelNotFoundError (404, with the available names).
     const entry = this.catalog.resolve(name);
     const fullKv = dto.verbose ? fullMetadata(entry.path) : undefined;
-    return showAnswer(entry, residentFor(await this.models.resident(), entry), { defaults: this.catalog.defaults(entry), fullKv });
+    return showAnswer(entry, residentFor(this.models.resident(), entry), { defaults: this.catalog.defaults(entry), fullKv });
   }
 }
 

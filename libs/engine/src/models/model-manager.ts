@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
-import { InvalidRequestError } from '../core/errors';
+import { InvalidRequestError, ModelNotFoundError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -19,8 +19,8 @@ import { LoadedModel } from './loaded-model';
 import { defaultMemoryBudget, estimateBytes, parseKeepAlive, seqPositions } from './residency';
 
 export interface AcquireOptions {
-  /** keep_alive as the request sent it ("5m", seconds, 0, -1); absent/undefined means 5m. */
-  keepAlive?: number | string;
+  /** keep_alive as the request sent it ("5m", seconds, 0, -1); absent/undefined means -keep-alive (5m). */
+  keepAlive?: number | string | null;
 }
 
 /** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
@@ -51,6 +51,8 @@ export class ModelManager {
   private readonly kept = new KeptContexts();
   /** Unloads still writing their contexts to disk: a new load of the same file waits for them. */
   private readonly unloading = new Map<string, Promise<void>>();
+  /** close() began: the whole server is stopping (not one model being retired). */
+  closing = false;
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -79,14 +81,25 @@ export class ModelManager {
   /** acquire(), with the name the request answers to (two names of one file share the load), resolved once. */
   async acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
     const entry = this.catalog.resolve(name, { generating: true });
-    const keepMs = opts ? parseKeepAlive(opts.keepAlive) : undefined;
+    // A local-runner request without keep_alive sets the default, as the local runner does.
+    const asked = opts?.keepAlive;
+    const keepMs = !opts ? undefined : asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
     let p = this.loaded.get(entry.path);
     if (!p) {
       p = this.serialLoad(entry);
       this.loaded.set(entry.path, p);
       p.catch(() => this.loaded.delete(entry.path));
     }
-    const lm = await p;
+    let lm: LoadedModel;
+    try {
+      lm = await p;
+    } catch (err) {
+      // A delete, copy or pull took the file out of the store while this load waited (or ran):
+      // the name is asked again, so the caller gets 404 or the weights it names now, never the
+      // vanished blob's ENOENT.
+      if (!this.isListed(entry.path)) return this.acquireNamed(name, opts);
+      throw err;
+    }
     // Unloaded (memory, keep_alive, delete) between the load and now: load again.
     // unload() removes the promise from `loaded`, so this cannot spin on a live model.
     if (this.loaded.get(entry.path) !== p) return this.acquireNamed(name, opts);
@@ -135,7 +148,8 @@ export class ModelManager {
   /** Frees a hidden context (a stored response's): now if its model is loaded, else when it loads again. */
   async releaseContext(modelName: string, id: string, owner: string): Promise<void> {
     await Promise.allSettled(this.unloading.values());
-    const lm = (await this.resident()).find((m) => m.name === modelName);
+    await Promise.allSettled(this.loaded.values());
+    const lm = this.resident().find((m) => m.name === modelName);
     const c = lm?.contexts.get(id, owner, true);
     // A stream cut short still holds it until the scheduler's next step.
     if (lm && c) await lm.contexts.release(c);
@@ -147,17 +161,26 @@ export class ModelManager {
     this.loadListeners.push(fn);
   }
 
-  /** Models already resident (for /api/ps, health, metrics). */
-  async resident(): Promise<LoadedModel[]> {
-    const all = await Promise.allSettled(this.loaded.values());
-    return all.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  /**
+   * Models loaded and in service now (for /api/ps, health, metrics): never waits for a load in
+   * progress (one waiting for memory would hold every listing up), and never lists one being
+   * unloaded.
+   */
+  resident(): LoadedModel[] {
+    return [...this.ready.values()];
+  }
+
+  /** Whether `lm` still serves requests: false once it is unloaded or being unloaded. */
+  inService(lm: LoadedModel): boolean {
+    return this.ready.get(lm.entry.path) === lm;
   }
 
   /** Finishes running generations, then frees every context and model. */
   async close(): Promise<void> {
     clearInterval(this.reaper);
+    this.closing = true;
     await Promise.allSettled(this.unloading.values());
-    const models = await this.resident();
+    const models = (await Promise.allSettled(this.loaded.values())).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     await Promise.all(models.map((m) => m.scheduler.drain()));
     for (const m of models) {
       m.contexts.dispose();
@@ -167,6 +190,10 @@ export class ModelManager {
     rmSync(spillRoot(), { recursive: true, force: true });
     this.loaded.clear();
     this.ready.clear();
+  }
+
+  private isListed(path: string): boolean {
+    return this.catalog.list().some((e) => e.path === path);
   }
 
   private busy(lm: LoadedModel): boolean {
@@ -222,7 +249,11 @@ export class ModelManager {
     const p = this.loadChain
       .then(() => this.unloading.get(entry.path)?.catch(() => undefined))
       .then(() => this.makeRoom(entry))
-      .then(() => this.load(entry));
+      .then(() => {
+        // Deleted or repointed while waiting its turn: loading it now would read a vanished blob.
+        if (!this.isListed(entry.path)) throw new ModelNotFoundError(`${entry.name} was removed from the store`);
+        return this.load(entry);
+      });
     this.loadChain = p.catch(() => undefined);
     return p;
   }
@@ -232,6 +263,8 @@ export class ModelManager {
     const need = this.estimate(entry);
     const deadline = Date.now() + FIT_WAIT_MS;
     for (;;) {
+      // Taken out of the store while waiting: the load is refused now, not after the wait.
+      if (!this.isListed(entry.path)) return;
       const others = [...this.ready.values()].filter((m) => m.entry.path !== entry.path);
       const used = others.reduce((a, m) => a + m.estimatedBytes, 0);
       if (used + need <= this.memoryBudget || others.length === 0) return;
