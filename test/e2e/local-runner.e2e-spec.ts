@@ -73,6 +73,27 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     expect(chat.prompt_eval_count).toBeGreaterThan(raw.prompt_eval_count);
   });
 
+  it("answers generate with a context that continues the conversation, as a raw prompt of the whole text", async () => {
+    const first = await ollama.generate({ model: '', prompt: PROMPT, stream: false, options: GREEDY });
+    expect(first.context.length).toBeGreaterThan(first.prompt_eval_count);
+    expect(first.context.every((t) => Number.isInteger(t) && t >= 0)).toBe(true);
+    // Streamed, the final object carries the same context.
+    let last: any;
+    for await (const p of await ollama.generate({ model: '', prompt: PROMPT, stream: true, options: GREEDY })) last = p;
+    expect(last.context).toEqual(first.context);
+    const next = await ollama.generate({ model: '', prompt: ' The end.', context: first.context, stream: false, options: GREEDY });
+    const raw = await ollama.generate({ model: '', prompt: `${PROMPT}${first.response} The end.`, raw: true, stream: false, options: GREEDY });
+    expect(next.prompt_eval_count).toBe(raw.prompt_eval_count);
+    expect(next.response).toBe(raw.response);
+    expect(next.response!.length).toBeGreaterThan(0);
+    // The local runner answers raw requests without one.
+    expect(raw.context).toBeUndefined();
+    const bad = await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'x', context: [1, 99999999], stream: false });
+    expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^context holds 99999999, which is no token of stories260K/)]);
+    const notInts = await postJson(`${srv.url}/api/generate`, { model: '', prompt: 'x', context: [1.5], stream: false });
+    expect(notInts.status).toBe(400);
+  });
+
   it('chats, unstreamed and streamed', async () => {
     const messages = [{ role: 'user', content: PROMPT }];
     const whole = await ollama.chat({ model: 'stories260K', messages, stream: false, options: GREEDY });

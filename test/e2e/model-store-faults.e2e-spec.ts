@@ -45,6 +45,8 @@ describe('model store faults', () => {
     // Says the blob is shorter than what the registry sends: svc stops at the declared size.
     reg.addRaw('library/long:latest', manifest([{ ...layer, size: 1000 }]));
     // A manifest of 5 MiB: it was read whole into memory (one of gigabytes took the server down).
+    // Only a template layer: nothing to run, so nothing to list.
+    reg.add({ name: 'library/noweights:latest', layers: [{ mediaType: 'application/vnd.ollama.image.template', data: Buffer.from('{{ .Prompt }}') }] });
     reg.addRaw('library/huge:latest', JSON.stringify({ ...manifest([layer]), padding: 'x'.repeat(5 << 20) }));
     // Weights plus a LoRA adapter layer: listed as <base>+<name>.
     reg.add({ name: 'library/adapter:latest', layers: [{ mediaType: MODEL, data: weights }, { mediaType: 'application/vnd.ollama.image.adapter', data: Buffer.concat([weights, Buffer.alloc(32)]) }] });
@@ -65,6 +67,7 @@ describe('model store faults', () => {
       ['short', /the registry answered 416 Range Not Satisfiable$/],
       ['long', /the registry sent more bytes than the 1000 the manifest declares$/],
       ['huge', /the manifest from 127\.0\.0\.1:\d+ is larger than 4194304 bytes$/],
+      ['noweights', /library\/noweights:latest holds no model weights \(no application\/vnd\.ollama\.image\.model layer\)$/],
     ];
     for (const [name, message] of cases) {
       const t0 = Date.now();
@@ -146,6 +149,22 @@ describe('model store faults', () => {
     } finally {
       await call(`${srv.url}/api/delete`, 'DELETE', { model: 'alias' });
     }
+  });
+
+  it('a load goes by a name that still names its weights once the name it loaded under is deleted', async () => {
+    reg.add({ name: 'library/named:latest', layers: [{ mediaType: MODEL, data: Buffer.concat([weights, Buffer.alloc(224)]) }] });
+    const named = `${reg.host}/library/named:latest`;
+    expect((await pull(named)).status).toBe(200);
+    expect((await call(`${srv.url}/api/copy`, 'POST', { source: named, destination: 'firstname' })).status).toBe(200);
+    expect((await postJson(`${srv.url}/api/generate`, { model: 'firstname', prompt: 'x', stream: false, options: { num_predict: 1 } })).status).toBe(200);
+    const digest = (((await (await fetch(`${srv.url}/api/tags`)).json()) as any).models as Array<{ name: string; digest: string }>).find((m) => m.name === named)?.digest;
+    expect(digest).toMatch(/^sha256:/);
+    const loadedAs = async () => (((await (await fetch(`${srv.url}/api/ps`)).json()) as any).models as Array<{ name: string; digest: string }>).filter((m) => m.digest === digest).map((m) => m.name);
+    expect(await loadedAs()).toEqual(['firstname:latest']);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: 'firstname' })).status).toBe(200);
+    // Still loaded (the other name holds the weights), listed under that name, not the deleted one.
+    expect(await loadedAs()).toEqual([named]);
+    expect((await call(`${srv.url}/api/delete`, 'DELETE', { model: named })).status).toBe(200);
   });
 
   it('a copy over an existing name frees the blobs only the old manifest held', async () => {

@@ -21,6 +21,8 @@ export interface GenerationHandle {
   /** The name the request asked for, resolved (two names of one file share a load but answer to their own). */
   modelName: string;
   promptTokens: number;
+  /** The prompt as read (priorTokens included) and `answer` after it, tokenized as one text: the local runner's `context`. */
+  tokensWith(answer: string): Promise<number[]>;
   events: AsyncIterable<GenerationEvent>;
   /** Prompt tokens read from a cache (prefix cache, a context); known once the first event arrived. */
   cachedPromptTokens(): number;
@@ -60,7 +62,7 @@ export class EngineService implements OnApplicationShutdown {
     const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
-    const tokens = await tokenizePrompt(lm, rendered.text);
+    const tokens = await promptTokens(lm, rendered.text, req.priorTokens);
     if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
     const limit = lm.scheduler.nCtxSeq;
     if (tokens.length + 1 > limit) {
@@ -119,7 +121,7 @@ export class EngineService implements OnApplicationShutdown {
       if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, modelName, promptTokens: tokens.length, events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
+    return { model: lm, modelName, promptTokens: tokens.length, tokensWith: async (answer) => [...(await lm.native.tokenize(asText(lm, tokens) + answer, true, true))], events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
   }
 
   /** Frees a context kept for a request (keepContext), also of a model not loaded now. */
@@ -226,4 +228,26 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
 const SYNC_TOKENIZE_CHARS = 8192;
 function tokenizePrompt(lm: LoadedModel, text: string): Promise<Int32Array> | Int32Array {
   return text.length <= SYNC_TOKENIZE_CHARS ? lm.native.tokenizeSync(text, true, true) : lm.native.tokenize(text, true, true);
+}
+
+/**
+ * The prompt's tokens, after `prior` ones when given: read back as text in front of the prompt and
+ * tokenized whole, as the local runner does, so a word split across the seam reads as one.
+ */
+async function promptTokens(lm: LoadedModel, text: string, prior: number[] | undefined): Promise<Int32Array> {
+  if (!prior?.length) return tokenizePrompt(lm, text);
+  const nVocab = lm.native.info.nVocab;
+  const bad = prior.find((t) => !Number.isInteger(t) || t < 0 || t >= nVocab);
+  if (bad !== undefined) throw new InvalidRequestError(`context holds ${bad}, which is no token of ${lm.name} (0 to ${nVocab - 1})`);
+  return tokenizePrompt(lm, asText(lm, Int32Array.from(prior)) + text);
+}
+
+/**
+ * Tokens as text that tokenizes back to them: template markers written out (they parse back), a
+ * leading BOS left for the tokenizer to add again; without it in front the first word kept the
+ * space the tokenizer puts before it, and each round trip added one.
+ */
+function asText(lm: LoadedModel, tokens: Int32Array): string {
+  const bos = lm.native.info.bos;
+  return lm.native.detokenize(bos >= 0 && tokens[0] === bos ? tokens.subarray(1) : tokens, true);
 }

@@ -35,7 +35,7 @@ export class HealthController {
     const lm = this.boot.model;
     const body: Record<string, unknown> = {
       status: ok ? 'ok' : this.boot.state,
-      model: lm?.name ?? '',
+      model: lm ? this.models.listedName(lm) : '',
       id: lm ? `sha256:${lm.contentHash}` : '',
       instance: INSTANCE,
       version: VERSION,

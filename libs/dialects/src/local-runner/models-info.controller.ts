@@ -32,7 +32,7 @@ export class ModelsInfoController {
     // Latest expiry first, as the local runner lists them (kept forever: first of all).
     const until = (lm: LoadedModel) => lm.expiresAt?.getTime() ?? Infinity;
     const loaded = this.models.resident().sort((a, b) => until(b) - until(a) || 0);
-    return { models: loaded.map((lm) => psEntry(lm, onGpu)) };
+    return { models: loaded.map((lm) => psEntry(lm, this.models.listedName(lm), onGpu)) };
   }
 
   @Post('show')

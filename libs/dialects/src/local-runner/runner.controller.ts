@@ -53,7 +53,9 @@ export class RunnerController {
     const handle = await this.engine.generate(req);
     const lm = handle.model;
     const loadNs = lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0;
-    const r = new RunnerRenderer(kind, handle.modelName, started, loadNs);
+    // /api/generate answers a `context` (not for raw), as the local runner.
+    const contextOf = kind === 'generate' && !(dto as GenerateRequestDto).raw ? handle.tokensWith : undefined;
+    const r = new RunnerRenderer(kind, handle.modelName, started, loadNs, contextOf);
     if (dto.stream ?? true) await r.stream(handle.events, new StreamWriter(reply, 'application/x-ndjson'));
     else await reply.send(await r.complete(handle.events));
   }

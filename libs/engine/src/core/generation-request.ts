@@ -95,6 +95,11 @@ export interface GenerationRequest {
   retainPrefix: boolean;
   /** Start from the longest retained prefix of the prompt (default true; llama-server's cache_prompt). */
   reusePrefix?: boolean;
+  /**
+   * Token ids read before the prompt (the local runner's deprecated `context`, a previous
+   * answer's): as text in front of the rendered prompt. Ids outside the vocabulary are a 400.
+   */
+  priorTokens?: number[];
   /** svc_session: run on this named KV context (created on first use); the prompt must start with what it holds. */
   session?: string;
   /**

@@ -170,6 +170,15 @@ export class ModelManager {
     return [...this.ready.values()];
   }
 
+  /**
+   * The name a loaded model goes by in listings: the one it was loaded under while that still
+   * names its file, else another name of that file (a delete of the first of two names).
+   */
+  listedName(lm: LoadedModel): string {
+    const names = this.catalog.list().filter((e) => e.path === lm.entry.path).map((e) => e.name);
+    return names.includes(lm.name) ? lm.name : (names[0] ?? lm.name);
+  }
+
   /** Whether `lm` still serves requests: false once it is unloaded or being unloaded. */
   inService(lm: LoadedModel): boolean {
     return this.ready.get(lm.entry.path) === lm;

@@ -48,6 +48,10 @@ export class PullService {
     const manifest = await client.manifest(o.signal);
     const layers = [...(manifest.config ? [manifest.config] : []), ...manifest.layers];
     for (const l of layers) checkDigest(l.digest);
+    // Pulled anyway, it answered "success" and was then listed nowhere (the catalog lists weights).
+    if (!manifest.layers.some((l) => l.mediaType === MEDIA_MODEL)) {
+      throw new PullError(`pull: the registry's manifest for ${displayName(ref)} holds no model weights (no ${MEDIA_MODEL} layer)`, 502);
+    }
     for (const l of layers) this.store.pin(l.digest);
     let written = false;
     try {

@@ -32,7 +32,8 @@ export function generateToCore(d: GenerateRequestDto, scope: RequestScope = {}):
         ],
         plainWithoutTemplate: true,
       };
-  return base(d, prompt, scope);
+  // The local runner reads `context` before the templated prompt only; raw ignores it.
+  return { ...base(d, prompt, scope), ...(!d.raw && d.context?.length ? { priorTokens: d.context } : {}) };
 }
 
 /** /api/chat → the core request. One tool call per turn, as the local-runner does. */

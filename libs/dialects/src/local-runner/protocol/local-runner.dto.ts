@@ -41,6 +41,8 @@ export class GenerateRequestDto extends RunnerRequestBase {
   @IsOptional() @IsString() system?: string;
   @IsOptional() @IsBoolean() raw?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) images?: string[];
+  // A previous answer's `context` (token ids; deprecated in the local runner, still sent by its clients).
+  @IsOptional() @IsArray() @IsInt({ each: true }) context?: number[];
 }
 
 export interface RunnerToolCall {

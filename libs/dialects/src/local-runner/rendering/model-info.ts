@@ -65,11 +65,12 @@ export function tagsEntry(e: CatalogEntry, lm?: LoadedModel): Record<string, unk
   return { name: e.name, model: e.name, modified_at: e.modifiedAt.toISOString(), size: e.sizeBytes, digest: digest(e, lm), details: details(e, lm) };
 }
 
-export function psEntry(lm: LoadedModel, onGpu: boolean): Record<string, unknown> {
+/** `name`: what the load goes by now (ModelManager.listedName). */
+export function psEntry(lm: LoadedModel, name: string, onGpu: boolean): Record<string, unknown> {
   const e = lm.entry;
   return {
-    name: e.name,
-    model: e.name,
+    name,
+    model: name,
     size: lm.estimatedBytes || e.sizeBytes,
     digest: digest(e, lm),
     details: details(e, lm),

@@ -20,25 +20,33 @@ export class RunnerRenderer {
     private readonly startedAt: number,
     /** Nanoseconds spent loading the model for this request (0 when it was resident). */
     private readonly loadNs: number,
+    /** The final object's `context` (/api/generate without raw): prompt and answer as token ids. */
+    private readonly contextOf?: (answer: string) => Promise<number[]>,
   ) {}
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
     const c = await collect(events);
-    return { ...this.chunk(c.text, c.toolCalls), ...this.final(c.done) };
+    return { ...this.chunk(c.text, c.toolCalls), ...this.final(c.done), ...(await this.context(c.text)) };
   }
 
   async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    let answer = '';
     for await (const ev of events) {
       if (out.closed) break;
       if (ev.type === 'delta') {
+        answer += ev.text;
         if (ev.text) out.line({ ...this.chunk(ev.text, []), done: false });
       } else if (ev.type === 'tool_calls') {
         out.line({ ...this.chunk('', ev.calls), done: false });
       } else {
-        out.line({ ...this.chunk('', []), ...this.final(ev) });
+        out.line({ ...this.chunk('', []), ...this.final(ev), ...(await this.context(answer)) });
       }
     }
     out.end();
+  }
+
+  private async context(answer: string): Promise<{ context?: number[] }> {
+    return this.contextOf ? { context: await this.contextOf(answer) } : {};
   }
 
   private chunk(text: string, calls: ToolCallEvent[]): Record<string, unknown> {
