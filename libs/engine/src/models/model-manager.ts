@@ -17,6 +17,8 @@ export interface AcquireOptions {
 /** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
 const IN_USE_GRACE_MS = 1000;
 const REAP_EVERY_MS = 500;
+/** Loads of a name that failed because a store change took its file away, asked again before the error stands. */
+const MAX_RETIRED_RETRIES = 3;
 /** How long a load waits for busy models to go idle before loading over budget. */
 const FIT_WAIT_MS = 60_000;
 
@@ -68,7 +70,11 @@ export class ModelManager {
   }
 
   /** acquire(), with the name the request answers to (two names of one file share the load), resolved once. */
-  async acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
+  acquireNamed(name: string, opts?: AcquireOptions): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
+    return this.acquireTry(name, opts, 0);
+  }
+
+  private async acquireTry(name: string, opts: AcquireOptions | undefined, retired: number): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
     const entry = this.catalog.resolve(name, { generating: true });
     // A local-runner request without keep_alive sets the default, as the local runner does.
     const asked = opts?.keepAlive;
@@ -86,12 +92,13 @@ export class ModelManager {
       // A delete, copy or pull took the file out of the store while this load waited (or ran):
       // the name is asked again, so the caller gets 404 or the weights it names now, never the
       // vanished blob's ENOENT.
-      if (!this.isListed(entry.path)) return this.acquireNamed(name, opts);
+      // Bounded: a -m file deleted behind the server's back resolves from a cache for a moment.
+      if (!this.isListed(entry.path) && retired < MAX_RETIRED_RETRIES) return this.acquireTry(name, opts, retired + 1);
       throw err;
     }
     // Unloaded (memory, keep_alive, delete) between the load and now: load again.
     // unload() removes the promise from `loaded`, so this cannot spin on a live model.
-    if (this.loaded.get(entry.path) !== p) return this.acquireNamed(name, opts);
+    if (this.loaded.get(entry.path) !== p) return this.acquireTry(name, opts, retired);
     lm.lastUsed = Date.now();
     if (keepMs !== undefined) lm.keepAliveMs = keepMs;
     // Any use renews the last keep_alive asked for (a local-runner request set it; /v1 and contexts use the model too).
