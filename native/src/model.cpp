@@ -89,6 +89,10 @@ static Napi::Object buildInfo(Napi::Env env, const ModelState & st) {
   info.Set("eos", llama_vocab_eos(v));
   info.Set("eot", llama_vocab_eot(v));
   info.Set("addBos", llama_vocab_get_add_bos(v));
+  // Fill-in-the-middle markers (-1 where the vocabulary has none): /api/generate's suffix.
+  info.Set("fimPre", llama_vocab_fim_pre(v));
+  info.Set("fimSuf", llama_vocab_fim_suf(v));
+  info.Set("fimMid", llama_vocab_fim_mid(v));
   info.Set("hasEncoder", llama_model_has_encoder(m));
   info.Set("hasDecoder", llama_model_has_decoder(m));
   info.Set("description", std::string(desc));

@@ -24,7 +24,8 @@ export class RunnerController {
   async generate(@Body() dto: GenerateRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const started = performance.now();
     // The local-runner's way to preload a model: an empty prompt loads it and answers done_reason "load".
-    if (!dto.prompt && !dto.images?.length) return this.loadOnly(dto, started, reply);
+    // A suffix alone is an insertion at the start of a text.
+    if (!dto.prompt && !dto.images?.length && !dto.suffix) return this.loadOnly(dto, started, reply);
     await this.run('generate', generateToCore(dto, scope), dto, started, reply);
   }
 

@@ -26,6 +26,10 @@ export interface NativeModelInfo {
   eos: number;
   eot: number;
   addBos: boolean;
+  /** Fill-in-the-middle marker tokens, -1 where the vocabulary has none. */
+  fimPre: number;
+  fimSuf: number;
+  fimMid: number;
   hasEncoder: boolean;
   hasDecoder: boolean;
   /** llama_model_desc, e.g. "llama ?B all F32". */

@@ -34,6 +34,8 @@ export type CoreToolChoice = 'auto' | 'none' | 'required' | { name: string };
 export type PromptInput =
   /** Raw text continued as is (completions, raw generate). */
   | { kind: 'text'; text: string }
+  /** Fill in the middle: the text between `prefix` and `suffix`, through the vocabulary's FIM markers. */
+  | { kind: 'infill'; prefix: string; suffix: string }
   /** Messages rendered through the model's chat template. */
   | {
       kind: 'chat';

@@ -22,6 +22,7 @@ export interface RenderedPrompt {
 /** Turns a core prompt into model text through the model's own chat template. */
 export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint: OutputConstraint): RenderedPrompt {
   if (prompt.kind === 'text') return { text: prompt.text };
+  if (prompt.kind === 'infill') return { text: infillText(model, prompt.prefix, prompt.suffix) };
   const media = prompt.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'media') : []));
   if (media.length > 0) {
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
@@ -200,4 +201,20 @@ function textOnly(m: CoreMessage): CoreMessage {
   if (m.tool_calls?.length) m = { ...m, tool_calls: m.tool_calls.map(jsonArguments) };
   if (!Array.isArray(m.content)) return { ...m, content: m.content ?? '' };
   return { ...m, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+}
+
+/** Whether the vocabulary has the fill-in-the-middle markers a suffix needs (the local runner's "insert"). */
+export function canInfill(model: NativeModel): boolean {
+  const i = model.info;
+  return i.fimPre >= 0 && i.fimSuf >= 0 && i.fimMid >= 0;
+}
+
+/**
+ * Prefix-suffix-middle order, as llama-server's /infill and the local runner's code-model
+ * templates build it: the model writes what goes between, after the middle marker.
+ */
+function infillText(model: NativeModel, prefix: string, suffix: string): string {
+  if (!canInfill(model)) throw new InvalidRequestError('this model does not support insert (its vocabulary has no fill-in-the-middle tokens): send no suffix');
+  const marker = (t: number) => model.tokenToPiece(t, true).toString('utf8');
+  return `${marker(model.info.fimPre)}${prefix}${marker(model.info.fimSuf)}${suffix}${marker(model.info.fimMid)}`;
 }

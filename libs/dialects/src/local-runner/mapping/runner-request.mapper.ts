@@ -22,9 +22,14 @@ export const RUNNER_DEFAULT_NUM_PREDICT = 512;
 export function generateToCore(d: GenerateRequestDto, scope: RequestScope = {}): GenerationRequest {
   // A raw prompt is text with no place for media: refused rather than sent without them.
   if (d.raw && d.images?.length) throw new InvalidRequestError('images need the chat template: send them without raw');
+  // As the local runner: raw sends the prompt as is, suffix unread.
+  const infill = !d.raw && !!d.suffix;
+  if (infill && d.images?.length) throw new InvalidRequestError('images have no place in a fill-in-the-middle prompt: send them without suffix');
   const prompt: PromptInput = d.raw
     ? { kind: 'text', text: d.prompt ?? '' }
-    : {
+    : infill
+      ? { kind: 'infill', prefix: d.prompt ?? '', suffix: d.suffix! }
+      : {
         kind: 'chat',
         messages: [
           ...(d.system ? [{ role: 'system', content: d.system }] : []),

@@ -39,6 +39,8 @@ class RunnerRequestBase {
 export class GenerateRequestDto extends RunnerRequestBase {
   @IsOptional() @IsString() prompt?: string;
   @IsOptional() @IsString() system?: string;
+  // Fill in the middle: the answer goes between prompt and suffix (models with FIM tokens).
+  @IsOptional() @IsString() suffix?: string;
   @IsOptional() @IsBoolean() raw?: boolean;
   @IsOptional() @IsArray() @IsString({ each: true }) images?: string[];
   // A previous answer's `context` (token ids; deprecated in the local runner, still sent by its clients).

@@ -1,4 +1,5 @@
 import { LoadedModel } from '../../../../engine/src/models/loaded-model';
+import { canInfill } from '../../../../engine/src/prompt/prompt-renderer';
 import { CatalogEntry } from '../../../../store/src/catalog';
 import { ModelDefaults, parametersText } from '../../../../store/src/model-defaults';
 
@@ -101,7 +102,7 @@ export function showAnswer(e: CatalogEntry, lm: LoadedModel | undefined, x: Show
     system: d.system ?? '',
     details: details(e, lm),
     model_info: { ...modelInfo(x.fullKv ?? kv, x.fullKv !== undefined), ...(fileParams(e) ? { 'general.parameter_count': fileParams(e) } : {}) },
-    capabilities: capabilities(e, lm?.native.info.chatTemplate ?? templateKv),
+    capabilities: capabilities(e, lm?.native.info.chatTemplate ?? templateKv, lm ? canInfill(lm.native) : fimInMetadata(kv)),
     modified_at: e.modifiedAt.toISOString(),
   };
 }
@@ -115,9 +116,11 @@ function modelfile(e: CatalogEntry, d: ModelDefaults): string {
   return `${lines.join('\n')}\n`;
 }
 
-function capabilities(e: CatalogEntry, template: string): string[] {
+function capabilities(e: CatalogEntry, template: string, infill: boolean): string[] {
   const caps: string[] = [];
   if (e.capabilities.includes('chat') || e.capabilities.includes('completion')) caps.push('completion');
+  // A suffix can be filled in (the local runner's name for it).
+  if (infill && caps.includes('completion')) caps.push('insert');
   // As the local-runner decides it: a template that mentions tools can render them.
   if (template.includes('tools')) caps.push('tools');
   if (e.capabilities.includes('embeddings')) caps.push('embedding');
@@ -144,4 +147,12 @@ function paramSize(n: number): string {
   const units: Array<[number, string]> = [[1e12, 'T'], [1e9, 'B'], [1e6, 'M'], [1e3, 'K']];
   for (const [d, u] of units) if (n >= d) return `${(n / d).toFixed(n / d >= 100 ? 0 : 1).replace(/\.0$/, '')}${u}`;
   return String(n);
+}
+
+/**
+ * An unloaded model's fill-in-the-middle tokens, as far as its metadata names them: llama.cpp
+ * also finds them by their text at load, so a model may show `insert` only once loaded.
+ */
+function fimInMetadata(kv: Record<string, unknown>): boolean {
+  return ['pre', 'suf', 'mid'].every((k) => typeof kv[`tokenizer.ggml.fim_${k}_token_id`] === 'number');
 }

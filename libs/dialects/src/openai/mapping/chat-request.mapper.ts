@@ -43,7 +43,7 @@ export function completionRequestToCore(d: CompletionRequestDto, scope: RequestS
   if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
   return {
     model: d.model ?? '',
-    prompt: { kind: 'text', text: prompt[0] },
+    prompt: d.suffix ? { kind: 'infill', prefix: prompt[0], suffix: d.suffix } : { kind: 'text', text: prompt[0] },
     sampling: { ...samplingFrom(d), ignoreEos: d.ignore_eos },
     maxTokens: d.max_completion_tokens ?? d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
     stop: stopsFrom(d.stop),

@@ -1,4 +1,4 @@
-import { IsBoolean, IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsObject, IsOptional, IsString, Max, Min } from 'class-validator';
 import type { ResponseFormat } from './chat-completion.dto';
 import { SamplingFieldsDto } from '../../shared/sampling.dto';
 import { IsStringOrStringArray } from '../../shared/validators';
@@ -12,5 +12,7 @@ export class CompletionRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsInt() @Min(0) @Max(20) logprobs?: number | null;
   @IsOptional() @IsInt() n?: number | null;
   @IsOptional() @IsBoolean() echo?: boolean;
+  // Text after the insertion: the completion fills in the middle (a model with FIM tokens).
+  @IsOptional() @IsString() suffix?: string | null;
   @IsOptional() @IsBoolean() ignore_eos?: boolean;
 }
