@@ -94,6 +94,37 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     expect(notInts.status).toBe(400);
   });
 
+  it('answers logprobs, streamed and not, as the raw-logit figures /v1/completions gives', async () => {
+    const ask = { model: '', prompt: PROMPT, raw: true, options: { temperature: 0, num_predict: 8 }, logprobs: true, top_logprobs: 3 };
+    const whole = await ollama.generate({ ...ask, stream: false });
+    const lps = whole.logprobs!;
+    expect(lps).toHaveLength(whole.eval_count);
+    expect(lps.map((l) => l.token).join('')).toBe(whole.response);
+    for (const l of lps) {
+      expect(l.top_logprobs).toHaveLength(3);
+      // Greedy: the chosen token is the likeliest.
+      expect(l.top_logprobs![0]).toMatchObject({ token: l.token, logprob: l.logprob });
+      expect(l.logprob).toBeLessThanOrEqual(0);
+    }
+    // Close, not equal: a prompt read from the prefix cache sums its floats in another order.
+    const near = (a: number[], b: number[]) => expect(a.map((x, i) => Math.abs(x - b[i]) < 1e-3)).toEqual(a.map(() => true));
+    const openai = await postJson(`${srv.url}/v1/completions`, { model: '', prompt: PROMPT, max_tokens: 8, temperature: 0, logprobs: 3 });
+    expect(lps.map((l) => l.token)).toEqual(openai.json.choices[0].logprobs.tokens);
+    near(lps.map((l) => l.logprob), openai.json.choices[0].logprobs.token_logprobs);
+    let streamed: any[] = [];
+    for await (const p of await ollama.generate({ ...ask, stream: true })) streamed = streamed.concat(p.logprobs ?? []);
+    expect(streamed.map((l) => [l.token, l.top_logprobs.map((t: any) => t.token)])).toEqual(lps.map((l) => [l.token, l.top_logprobs!.map((t) => t.token)]));
+    near(streamed.map((l) => l.logprob), lps.map((l) => l.logprob));
+    // logprobs alone: no alternatives; on /api/chat too.
+    const chat = await ollama.chat({ model: '', messages: [{ role: 'user', content: PROMPT }], stream: false, options: { temperature: 0, num_predict: 4 }, logprobs: true });
+    expect(chat.logprobs).toHaveLength(chat.eval_count);
+    expect(chat.logprobs!.every((l) => l.top_logprobs === undefined && Array.isArray((l as any).bytes))).toBe(true);
+    const none = await ollama.generate({ model: '', prompt: PROMPT, stream: false, options: { num_predict: 2 } });
+    expect(none.logprobs).toBeUndefined();
+    const tooMany = await postJson(`${srv.url}/api/generate`, { model: '', prompt: PROMPT, stream: false, logprobs: true, top_logprobs: 21 });
+    expect(tooMany.status).toBe(400);
+  });
+
   it('chats, unstreamed and streamed', async () => {
     const messages = [{ role: 'user', content: PROMPT }];
     const whole = await ollama.chat({ model: 'stories260K', messages, stream: false, options: GREEDY });

@@ -56,7 +56,7 @@ export class RunnerController {
     const loadNs = lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0;
     // /api/generate answers a `context` (not for raw), as the local runner.
     const contextOf = kind === 'generate' && !(dto as GenerateRequestDto).raw ? handle.tokensWith : undefined;
-    const r = new RunnerRenderer(kind, handle.modelName, started, loadNs, contextOf);
+    const r = new RunnerRenderer(kind, handle.modelName, started, loadNs, { contextOf, topLogprobs: (dto.top_logprobs ?? 0) > 0 });
     if (dto.stream ?? true) await r.stream(handle.events, new StreamWriter(reply, 'application/x-ndjson'));
     else await reply.send(await r.complete(handle.events));
   }

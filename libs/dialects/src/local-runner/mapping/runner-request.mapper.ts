@@ -63,7 +63,8 @@ function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, scope
     maxTokens: o.num_predict === undefined || o.num_predict === null ? RUNNER_DEFAULT_NUM_PREDICT : o.num_predict <= 0 ? Number.MAX_SAFE_INTEGER : o.num_predict,
     stop: stopsFrom(o.stop),
     constraint: formatToConstraint(d.format),
-    logprobs: 0,
+    // top_logprobs alone asks for them too (it has no other meaning).
+    logprobs: d.top_logprobs ? d.top_logprobs : d.logprobs ? -1 : 0,
     retainPrefix: true,
     // The one svc_ extension these routes read.
     session: d.svc_session,

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, ValidateIf, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { IsStringOrObject, IsStringOrStringArray } from '../../shared/validators';
 
 /**
@@ -30,10 +30,12 @@ class RunnerRequestBase {
   @IsOptional() @IsStringOrObject() format?: string | Record<string, unknown>;
   @IsOptional() @ValidateNested() @Type(() => RunnerOptionsDto) options?: RunnerOptionsDto;
   @IsOptional() @IsBoolean() stream?: boolean;
-  // Accepted now; the model-store work gives it effect (a duration string or seconds).
+  // A duration string or seconds.
   @IsOptional() @ValidateIf((_o, v) => typeof v !== 'number') @IsString() keep_alive?: string | number;
-  // Accepted now; the contexts work gives it effect.
   @IsOptional() @IsString() svc_session?: string;
+  // Log-probabilities of the answer's tokens (raw logits, as every dialect), with up to 20 alternatives each.
+  @IsOptional() @IsBoolean() logprobs?: boolean;
+  @IsOptional() @IsInt() @Min(0) @Max(20) top_logprobs?: number;
 }
 
 export class GenerateRequestDto extends RunnerRequestBase {

@@ -1,8 +1,15 @@
-import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
+import { GenerationEvent, TokenLogprob, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, DoneEvent } from '../../shared/collect';
 
 export type RunnerAnswerKind = 'chat' | 'generate';
+
+export interface RunnerRenderOptions {
+  /** The final object's `context` (/api/generate without raw): prompt and answer as token ids. */
+  contextOf?: (answer: string) => Promise<number[]>;
+  /** top_logprobs was asked for: each token's alternatives go out with it. */
+  topLogprobs?: boolean;
+}
 
 /** Milliseconds → the local-runner's integer nanoseconds. */
 export const ns = (ms: number): number => Math.round(ms * 1e6);
@@ -20,13 +27,12 @@ export class RunnerRenderer {
     private readonly startedAt: number,
     /** Nanoseconds spent loading the model for this request (0 when it was resident). */
     private readonly loadNs: number,
-    /** The final object's `context` (/api/generate without raw): prompt and answer as token ids. */
-    private readonly contextOf?: (answer: string) => Promise<number[]>,
+    private readonly opts: RunnerRenderOptions = {},
   ) {}
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
     const c = await collect(events);
-    return { ...this.chunk(c.text, c.toolCalls), ...this.final(c.done), ...(await this.context(c.text)) };
+    return { ...this.chunk(c.text, c.toolCalls, c.logprobs), ...this.final(c.done), ...(await this.context(c.text)) };
   }
 
   async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
@@ -35,7 +41,8 @@ export class RunnerRenderer {
       if (out.closed) break;
       if (ev.type === 'delta') {
         answer += ev.text;
-        if (ev.text) out.line({ ...this.chunk(ev.text, []), done: false });
+        // Tokens that only wrote a held-back stop string come as a delta without text: their logprobs go too.
+        if (ev.text || ev.logprobs?.length) out.line({ ...this.chunk(ev.text, [], ev.logprobs), done: false });
       } else if (ev.type === 'tool_calls') {
         out.line({ ...this.chunk('', ev.calls), done: false });
       } else {
@@ -46,15 +53,16 @@ export class RunnerRenderer {
   }
 
   private async context(answer: string): Promise<{ context?: number[] }> {
-    return this.contextOf ? { context: await this.contextOf(answer) } : {};
+    return this.opts.contextOf ? { context: await this.opts.contextOf(answer) } : {};
   }
 
-  private chunk(text: string, calls: ToolCallEvent[]): Record<string, unknown> {
+  private chunk(text: string, calls: ToolCallEvent[], logprobs?: TokenLogprob[]): Record<string, unknown> {
     const head = { model: this.model, created_at: new Date().toISOString() };
-    if (this.kind === 'generate') return { ...head, response: text };
+    const lp = logprobs?.length ? { logprobs: logprobs.map((l) => wireLogprob(l, this.opts.topLogprobs ?? false)) } : {};
+    if (this.kind === 'generate') return { ...head, response: text, ...lp };
     const message: Record<string, unknown> = { role: 'assistant', content: text };
     if (calls.length) message.tool_calls = calls.map(wireToolCall);
-    return { ...head, message };
+    return { ...head, message, ...lp };
   }
 
   private final(done: DoneEvent): Record<string, unknown> {
@@ -89,4 +97,10 @@ function wireToolCall(c: ToolCallEvent): Record<string, unknown> {
     args = { arguments: c.arguments }; // grammar-forced calls parse; keep a broken one visible rather than drop it
   }
   return { ...(c.id ? { id: c.id } : {}), function: { index: c.index, name: c.name, arguments: args } };
+}
+
+/** The local runner's shape: token, logprob, bytes, and top_logprobs when alternatives were asked for. */
+function wireLogprob(l: TokenLogprob, withTop: boolean): Record<string, unknown> {
+  const one = { token: l.token, logprob: l.logprob, bytes: l.bytes };
+  return withTop ? { ...one, top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })) } : one;
 }
