@@ -86,6 +86,18 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
     expect(text).toBe(whole.choices[0].text);
   });
 
+  it('echoes the prompt in front of a plain completion, streamed or not', async () => {
+    const ask = { model: '', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 };
+    const plain = await client.completions.create(ask);
+    const echoed = await client.completions.create({ ...ask, echo: true });
+    expect(echoed.choices[0].text).toBe(`Once upon a time${plain.choices[0].text}`);
+    expect(echoed.usage).toMatchObject({ prompt_tokens: plain.usage!.prompt_tokens, completion_tokens: plain.usage!.completion_tokens });
+    let text = '';
+    for await (const c of await client.completions.create({ ...ask, echo: true, stream: true })) text += c.choices[0]?.text ?? '';
+    expect(text).toBe(echoed.choices[0].text);
+    await expect(client.completions.create({ ...ask, echo: true, logprobs: 2 })).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/echo cannot be combined with logprobs/) });
+  });
+
   it('honours max_completion_tokens over max_tokens and reports length', async () => {
     const r = await client.chat.completions.create({
       model: '',

@@ -28,7 +28,8 @@ export class OpenAIController {
   @HttpCode(200)
   async completions(@Body() dto: CompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const handle = await this.engine.generate(completionRequestToCore(dto, scope));
-    const r = new CompletionRenderer(handle.modelName);
+    // echo: the answer's text starts with the prompt (one string: the mapper refuses more).
+    const r = new CompletionRenderer(handle.modelName, dto.echo ? [dto.prompt].flat()[0] : '');
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));
   }

@@ -41,6 +41,9 @@ export function completionRequestToCore(d: CompletionRequestDto, scope: RequestS
   if (logprobs !== undefined && d.stream) throw new InvalidRequestError('logprobs is not supported with stream: true');
   const prompt = Array.isArray(d.prompt) ? d.prompt : [d.prompt];
   if (prompt.length !== 1) throw new InvalidRequestError('prompt must be one string; this server completes one prompt per request');
+  // The prompt's own log-probabilities are not computed; an insertion has no one text to echo.
+  if (d.echo && logprobs !== undefined) throw new InvalidRequestError('echo cannot be combined with logprobs: the prompt\'s log-probabilities are not computed');
+  if (d.echo && d.suffix) throw new InvalidRequestError('echo cannot be combined with suffix');
   return {
     model: d.model ?? '',
     prompt: d.suffix ? { kind: 'infill', prefix: prompt[0], suffix: d.suffix } : { kind: 'text', text: prompt[0] },

@@ -9,7 +9,11 @@ export class CompletionRenderer {
   private readonly id = newId('cmpl-');
   private readonly created = nowSeconds();
 
-  constructor(private readonly model: string) {}
+  constructor(
+    private readonly model: string,
+    /** The prompt, sent back in front of the completion (echo), or ''. */
+    private readonly echo = '',
+  ) {}
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<unknown> {
     const c = await collect(events);
@@ -18,12 +22,13 @@ export class CompletionRenderer {
       object: 'text_completion',
       created: this.created,
       model: this.model,
-      choices: [{ index: 0, text: c.text, logprobs: c.logprobs.length ? completionLogprobs(c.logprobs) : null, finish_reason: c.done.finishReason }],
+      choices: [{ index: 0, text: this.echo + c.text, logprobs: c.logprobs.length ? completionLogprobs(c.logprobs) : null, finish_reason: c.done.finishReason }],
       usage: wireUsage(c.done.usage),
     };
   }
 
   async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
+    if (this.echo) out.event(this.chunk(this.echo, null));
     for await (const ev of events) {
       if (out.closed) break;
       if (ev.type === 'delta') {
