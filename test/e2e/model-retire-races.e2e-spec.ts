@@ -87,26 +87,55 @@ describe('store changes while a load waits for memory', () => {
     }
   });
 
-  it('requests racing a name being repointed over and over all answer 200, none "shutting down"', async () => {
-    // Each copy retires the weights the name held, sometimes between a request's acquire and its
-    // submit: that request was refused as if the server were stopping (78 in 15 s before).
-    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'busy', destination: 'flip' })).status).toBe(200);
-    const deadline = Date.now() + 8000;
-    const statuses: Record<string, number> = {};
-    const flipper = async () => {
-      for (let i = 0; Date.now() < deadline; i++) await json(`${srv.url}/api/copy`, 'POST', { source: i % 2 ? 'busy' : 'other', destination: 'flip' });
-    };
-    const worker = async (route: string) => {
-      while (Date.now() < deadline) {
-        const r = await postJson(`${srv.url}${route}`, { model: 'flip', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
-        const key = r.status === 200 ? '200' : `${r.status} ${JSON.stringify(r.json)}`;
-        statuses[key] = (statuses[key] ?? 0) + 1;
-      }
-    };
-    await Promise.all([flipper(), worker('/v1/chat/completions'), worker('/v1/chat/completions'), worker('/v1/messages'), worker('/v1/messages')]);
-    expect(Object.keys(statuses)).toEqual(['200']);
-    expect(statuses['200']).toBeGreaterThan(100);
-    expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: 'flip' })).status).toBe(200);
+  const waitUnloaded = async (name: string) => {
+    for (let i = 0; i < 100 && (await psNames()).includes(name); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await psNames()).not.toContain(name);
+  };
+
+  it('contexts of weights a copy took away do not come back when the same weights return', async () => {
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'again', destination: 'ctxname' })).status).toBe(200);
+    const ctx = await postJson(`${srv.url}/v1/contexts`, { model: 'ctxname', prompt: 'Once upon a time' });
+    expect(ctx.status).toBe(201);
+    // Unloaded: its contexts wait on disk for the next load of these weights.
+    expect((await postJson(`${srv.url}/api/generate`, { model: 'ctxname', keep_alive: 0, stream: false })).status).toBe(200);
+    await waitUnloaded('ctxname:latest');
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'busy', destination: 'ctxname' })).status).toBe(200);
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'again', destination: 'ctxname' })).status).toBe(200);
+    const listed = await json(`${srv.url}/v1/contexts?model=ctxname`, 'GET');
+    expect([listed.status, listed.json.data]).toEqual([200, []]);
+    expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: 'ctxname' })).status).toBe(200);
+  });
+
+  it("a stored response keeps its context when its weights come back under another of their names", async () => {
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'other', destination: 'nx' })).status).toBe(200);
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'nx', destination: 'ny' })).status).toBe(200);
+    const first = await postJson(`${srv.url}/v1/responses`, { model: 'nx', input: 'Tell me a story about a cat.', max_output_tokens: 16, temperature: 0 });
+    expect(first.status).toBe(200);
+    expect((await postJson(`${srv.url}/api/generate`, { model: 'nx', keep_alive: 0, stream: false })).status).toBe(200);
+    await waitUnloaded('nx:latest');
+    // Loaded again as ny: the same file, so the same contexts.
+    expect((await postJson(`${srv.url}/api/generate`, { model: 'ny', prompt: 'x', stream: false, options: { num_predict: 1 } })).status).toBe(200);
+    const next = await postJson(`${srv.url}/v1/responses`, { model: 'nx', input: 'And then?', previous_response_id: first.json.id, max_output_tokens: 2, temperature: 0 });
+    expect(next.status).toBe(200);
+    expect(next.json.usage.input_tokens_details.cached_tokens).toBeGreaterThan(10);
+    for (const n of ['nx', 'ny']) expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: n })).status).toBe(200);
+  });
+
+  it("dropping a stored response does not wait for another model's load", async () => {
+    const busy = await keepBusy('busy');
+    const kept = await postJson(`${srv.url}/v1/responses`, { model: 'busy', input: 'Hi', max_output_tokens: 2 });
+    expect(kept.status).toBe(200);
+    // Waits for memory until the busy model's generation ends (seconds).
+    const waiting = postJson(`${srv.url}/api/generate`, { model: 'again', prompt: 'x', stream: false, options: { num_predict: 1 } });
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    expect((await json(`${srv.url}/v1/responses/${kept.json.id}`, 'DELETE')).status).toBe(200);
+    const unstored = await postJson(`${srv.url}/v1/responses`, { model: 'busy', input: 'Hi', max_output_tokens: 2, store: false });
+    expect(unstored.status).toBe(200);
+    const answeredAt = Date.now();
+    expect(answeredAt - t0).toBeLessThan(2000);
+    expect(answeredAt).toBeLessThan(await busy.ended);
+    expect((await waiting).status).toBe(200);
   });
 
   it('-keep-alive is the keep_alive of a local-runner request that sends none; other routes renew the last one set', async () => {
@@ -129,5 +158,59 @@ describe('store changes while a load waits for memory', () => {
     expect((await gen({})).status).toBe(200);
     expect(await expires('other')).toBeLessThanOrEqual(60 * 60_000);
     expect(await psNames()).toEqual(['other']);
+  });
+});
+
+describe('requests on a name repointed over and over (no memory budget)', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    const store = mkdtempSync(join(tmpdir(), 'svc-flip-'));
+    const weights = readFileSync(fixtureModel(STORIES));
+    ['a', 'b'].forEach((n, i) => writeFileSync(join(store, `${n}.gguf`), Buffer.concat([weights, Buffer.alloc(32 * (i + 1))])));
+    srv = await startServer(['-threads', '2', '-store', store], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')) } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('every route answers 200 (201 for contexts), none "shutting down", "disposed" or "in use"', async () => {
+    // Each copy retires the weights the name held, sometimes between a request's acquire and its
+    // submit: that request was refused as if the server were stopping (78 in 15 s before).
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'a', destination: 'flip' })).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    const statuses: Record<string, number> = {};
+    const flipper = async () => {
+      for (let i = 0; Date.now() < deadline; i++) {
+        await json(`${srv.url}/api/copy`, 'POST', { source: i % 2 ? 'a' : 'b', destination: 'flip' });
+        await new Promise((r) => setTimeout(r, 60));
+      }
+    };
+    const worker = async (route: string) => {
+      while (Date.now() < deadline) {
+        const r = await postJson(`${srv.url}${route}`, { model: 'flip', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+        const key = r.status === 200 ? '200' : `${r.status} ${JSON.stringify(r.json)}`;
+        statuses[key] = (statuses[key] ?? 0) + 1;
+      }
+    };
+    // Routes that make or bind a context between acquire and submit (stored responses, svc_session, contexts).
+    const other = async (route: string, body: () => object, ok: number) => {
+      while (Date.now() < deadline) {
+        const r = await postJson(`${srv.url}${route}`, body());
+        const key = r.status === ok ? '200' : `${route} ${r.status} ${JSON.stringify(r.json)}`;
+        statuses[key] = (statuses[key] ?? 0) + 1;
+      }
+    };
+    await Promise.all([
+      flipper(),
+      worker('/v1/chat/completions'),
+      worker('/v1/messages'),
+      other('/v1/responses', () => ({ model: 'flip', input: 'Hi', max_output_tokens: 2 }), 200),
+      other('/v1/responses', () => ({ model: 'flip', input: 'Hi', max_output_tokens: 2, store: false }), 200),
+      other('/v1/completions', () => ({ model: 'flip', prompt: 'Once', max_tokens: 2, svc_session: `s${Math.random()}` }), 200),
+      other('/v1/contexts', () => ({ model: 'flip', prompt: 'Once upon a time' }), 201),
+    ]);
+    expect(Object.keys(statuses)).toEqual(['200']);
+    expect(statuses['200']).toBeGreaterThan(100);
+    expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: 'flip' })).status).toBe(200);
   });
 });

@@ -5,7 +5,7 @@ import { ResponsesRequestDto } from '../../libs/dialects/src/responses/protocol/
 import { WireResponse } from '../../libs/dialects/src/responses/protocol/wire-types';
 import { ResponseStore, STORED_RESPONSES_CAP, StoredResponse } from '../../libs/dialects/src/responses/response-store';
 
-const rec = (id: string, owner = ''): StoredResponse => ({ response: { id } as WireResponse, owner, conversation: [], inputItems: [], context: { model: 'm', id: `ctx_${id}` } });
+const rec = (id: string, owner = ''): StoredResponse => ({ response: { id } as WireResponse, owner, conversation: [], inputItems: [], context: { weights: 'm', id: `ctx_${id}` } });
 
 describe('ResponseStore', () => {
   it('keeps the last 256 by default and hands back the evicted, oldest first', () => {
@@ -16,7 +16,7 @@ describe('ResponseStore', () => {
     expect(evicted).toEqual(['r0', 'r1', 'r2', 'r3']);
     expect(s.size).toBe(256);
     expect(s.get('r3', '')).toBeUndefined();
-    expect(s.get('r4', '')?.context).toEqual({ model: 'm', id: 'ctx_r4' });
+    expect(s.get('r4', '')?.context).toEqual({ weights: 'm', id: 'ctx_r4' });
   });
 
   it('hides another owner\'s record and removes only one\'s own', () => {
@@ -74,7 +74,7 @@ describe('responses input mapping', () => {
 
   it('puts this turn\'s instructions ahead of the carried conversation and forks the earlier context', () => {
     const d = Object.assign(new ResponsesRequestDto(), { input: 'Next', instructions: 'Be brief', tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'g' }], tool_choice: { type: 'function', name: 'g' } });
-    const prior = { conversation: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }], context: { model: 'm', id: 'ctx_1' } };
+    const prior = { conversation: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }], context: { weights: 'm', id: 'ctx_1' } };
     const { request, input } = responsesRequestToCore(d, prior, 'alice');
     expect(input).toEqual([{ role: 'user', content: 'Next' }]);
     expect(request.prompt).toMatchObject({

@@ -121,17 +121,17 @@ export class EngineService implements OnApplicationShutdown {
       if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, modelName, promptTokens: tokens.length, tokensWith: async (answer) => [...(await lm.native.tokenize(asText(lm, tokens) + answer, true, true))], events, cachedPromptTokens: () => cached, context: kept ? { model: lm.name, id: kept.id } : undefined };
+    return { model: lm, modelName, promptTokens: tokens.length, tokensWith: async (answer) => [...(await lm.native.tokenize(asText(lm, tokens) + answer, true, true))], events, cachedPromptTokens: () => cached, context: kept ? { weights: lm.entry.path, id: kept.id } : undefined };
   }
 
   /** Frees a context kept for a request (keepContext), also of a model not loaded now. */
   async dropContext(ref: ContextRef, owner: string): Promise<void> {
-    await this.models.releaseContext(ref.model, ref.id, owner);
+    await this.models.releaseContext(ref.weights, ref.id, owner);
   }
 
   /** A fork of `from` (cells shared, nothing copied) or a new hidden context, bound to the prompt. */
   private async bindKept(lm: LoadedModel, from: ContextRef | undefined, owner: string, tokens: Int32Array): Promise<{ kept: KvContext; session: SessionBinding }> {
-    const parent = from && from.model === lm.name ? lm.contexts.get(from.id, owner, true) : undefined;
+    const parent = from && from.weights === lm.entry.path ? lm.contexts.get(from.id, owner, true) : undefined;
     const kept = parent ? (await lm.contexts.fork(parent, 1)).children[0] : await lm.contexts.create(owner, undefined, '', { hidden: true });
     try {
       return { kept, session: await lm.contexts.bind(kept, tokens, kept.id, { dropDivergent: true }) };

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { errorBody, statusText } from './http-errors';
 
@@ -35,4 +35,23 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
     socket.write(`HTTP/1.1 ${status} ${statusText(status)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(err);
+}
+
+/**
+ * Requests that arrive while the server stops (on a kept-alive connection) get 503 in the spec's
+ * shape, and their connection closes; Fastify's own refusal (return503OnClosing) had its shape.
+ */
+export function refuseWhileClosing(fastify: FastifyInstance): void {
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  fastify.addHook('onRequest', (req, reply, done) => {
+    if (!closing) return done();
+    void reply
+      .code(503)
+      .header('connection', 'close')
+      .send(errorBody(req.url.split('?')[0], 503, 'the server is shutting down'));
+  });
 }

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Head, HttpCode, HttpException, Inject, Post, 
 import { ModuleRef } from '@nestjs/core';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ServerConfig, SERVER_CONFIG } from '../../../../apps/server/src/config/server-config';
-import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
 import { ModelManager } from '../../../engine/src/models/model-manager';
 import { StreamWriter } from '../../../http/src/sse';
 import { toHttpFailure } from '../../../http/src/http-errors';
@@ -139,8 +139,14 @@ export class StoreController {
         boot.error = undefined;
         boot.state = 'ready';
       },
-      () => {
-        if (afterDelete) boot.state = 'no-model';
+      (err: Error) => {
+        if (!afterDelete) return;
+        // Only an empty store is the no-model state; a default that failed to load is a failed load.
+        if (err instanceof NoModelError) boot.state = 'no-model';
+        else {
+          boot.state = 'failed';
+          boot.error = `loading the default model failed: ${err.message}`;
+        }
       },
     );
   }

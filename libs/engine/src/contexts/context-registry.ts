@@ -304,16 +304,25 @@ export class ContextRegistry {
   private async prefill(c: KvContext, tokens: Int32Array): Promise<void> {
     const binding = await this.bind(c, tokens, c.id);
     const sampler = this.ctx.createSampler({ temperature: 0 });
-    const events = this.scheduler.submit({
-      modelName: '',
-      promptTokens: tokens,
-      sampler,
-      maxTokens: 0,
-      stop: [],
-      logprobs: 0,
-      retainPrefix: false,
-      session: binding,
-    });
+    let events: AsyncIterable<unknown>;
+    try {
+      events = this.scheduler.submit({
+        modelName: '',
+        promptTokens: tokens,
+        sampler,
+        maxTokens: 0,
+        stop: [],
+        logprobs: 0,
+        retainPrefix: false,
+        session: binding,
+      });
+    } catch (err) {
+      // Refused before it ran (a model being unloaded): the context is free again, so the
+      // caller's delete works (it failed as "in use", a 409 masking the refusal).
+      sampler.dispose();
+      binding.onRelease(binding.held, false);
+      throw err;
+    }
     for await (const _ of events) {
       // Prefill only: the single `done` event carries nothing we need.
     }

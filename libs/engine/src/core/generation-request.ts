@@ -119,9 +119,10 @@ export interface GenerationRequest {
 /** What a request's transport knows of it, beyond its body: the client's signal and the owner key. */
 export type RequestScope = Pick<GenerationRequest, 'signal' | 'owner'>;
 
-/** A context the engine keeps for a caller, named by the model it lives on. */
+/** A context the engine keeps for a caller, named by the weights it lives on. */
 export interface ContextRef {
-  model: string;
+  /** The weights file the context lives on (not a name: two names of one file share its contexts). */
+  weights: string;
   id: string;
 }
 

@@ -28,9 +28,9 @@ export class KeptContexts {
     this.nextIds.set(path, Math.max(nextId, this.nextIds.get(path) ?? 1));
   }
 
-  /** A hidden context of a model that is not loaded: freed when it loads again (forks of it need its registry). False when none is kept under that name. */
-  dropLater(name: string, id: string, owner: string): boolean {
-    const k = [...this.byPath.values()].find((x) => x.name === name);
+  /** A hidden context of a file that is not loaded: freed when it loads again (forks of it need its registry). False when none is kept for it. */
+  dropLater(path: string, id: string, owner: string): boolean {
+    const k = this.byPath.get(path);
     k?.drops.push({ id, owner });
     return k !== undefined;
   }
@@ -46,6 +46,11 @@ export class KeptContexts {
       const c = registry.get(d.id, d.owner, true);
       if (c) await registry.release(c);
     }
+  }
+
+  /** Files with contexts kept. */
+  paths(): string[] {
+    return [...this.byPath.keys()];
   }
 
   /** The file is gone: its kept contexts and their spill folder go too (its ids still go on). */

@@ -17,6 +17,7 @@ export interface AcquireOptions {
 /** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
 const IN_USE_GRACE_MS = 1000;
 const REAP_EVERY_MS = 500;
+const IDLE_POLL_MS = 50;
 /** Loads of a name that failed because a store change took its file away, asked again before the error stands. */
 const MAX_RETIRED_RETRIES = 3;
 /** How long a load waits for busy models to go idle before loading over budget. */
@@ -120,17 +121,19 @@ export class ModelManager {
    * Takes the files no listed name refers to any more (after a delete, copy or pull) out of
    * service now: no new request reaches them and /api/ps stops listing them. Their running
    * requests finish first, then they and their contexts are freed, in the background (the
-   * store's answer does not wait for a long generation). `gone`: files just deleted, whose
-   * contexts kept on disk from an earlier unload go too. A file still loading is handled when
-   * its load ends.
+   * store's answer does not wait for a long generation). Contexts kept on disk from an earlier
+   * unload of an unlisted file go too. `gone`: files just deleted. A file still loading is
+   * handled when its load ends.
    */
   retireUnlisted(gone: string[] = []): void {
     const listed = new Set(this.catalog.list().map((e) => e.path));
-    const paths = new Set([...gone, ...this.ready.keys()].filter((p) => !listed.has(p)));
+    // Kept contexts of every unlisted file go, not only of deleted ones: a copy over a name also
+    // leaves weights named by nothing, and their contexts came back when the same file returned.
+    const paths = new Set([...gone, ...this.ready.keys(), ...this.unloading.keys(), ...this.kept.paths()].filter((p) => !listed.has(p)));
     for (const path of paths) {
       const lm = this.ready.get(path);
       // A keep_alive unload still writing this file's contexts to disk is waited for, then they go.
-      const done = lm ? this.unload(lm, false) : (this.unloading.get(path) ?? Promise.resolve());
+      const done = lm ? this.unload(lm, false, true) : (this.unloading.get(path) ?? Promise.resolve());
       done
         .catch(() => undefined)
         .then(() => this.kept.discard(path))
@@ -142,14 +145,15 @@ export class ModelManager {
   }
 
   /** Frees a hidden context (a stored response's): now if its model is loaded, else when it loads again. */
-  async releaseContext(modelName: string, id: string, owner: string): Promise<void> {
-    await Promise.allSettled(this.unloading.values());
-    await Promise.allSettled(this.loaded.values());
-    const lm = this.resident().find((m) => m.name === modelName);
+  async releaseContext(weights: string, id: string, owner: string): Promise<void> {
+    // Only this file's own unload or load is waited for: another model's load may wait a minute for memory.
+    await this.unloading.get(weights)?.catch(() => undefined);
+    await this.loaded.get(weights)?.catch(() => undefined);
+    const lm = this.ready.get(weights);
     const c = lm?.contexts.get(id, owner, true);
     // A stream cut short still holds it until the scheduler's next step.
     if (lm && c) await lm.contexts.release(c);
-    else if (!lm) this.kept.dropLater(modelName, id, owner);
+    else if (!lm) this.kept.dropLater(weights, id, owner);
   }
 
   /** Called for every model once it is loaded (metrics hook in here). */
@@ -206,16 +210,23 @@ export class ModelManager {
   }
 
   /** Frees a loaded model; its contexts go to disk for its next load unless the file itself is going. */
-  private unload(lm: LoadedModel | undefined, keepContexts = true): Promise<void> {
+  private unload(lm: LoadedModel | undefined, keepContexts = true, whenIdle = false): Promise<void> {
     if (!lm || this.ready.get(lm.entry.path) !== lm) return Promise.resolve();
     const path = lm.entry.path;
     this.ready.delete(path);
     this.loaded.delete(path);
-    const done = this.release(lm, keepContexts);
+    // A retired model is out of service at once, but requests that acquired it just before
+    // (between acquire and submit, or making a context) finish on it before it is freed.
+    const done = (whenIdle ? this.idle(lm) : Promise.resolve()).then(() => this.release(lm, keepContexts));
     this.unloading.set(path, done);
     const settled = () => void (this.unloading.get(path) === done && this.unloading.delete(path));
     done.then(settled, settled);
     return done;
+  }
+
+  /** Resolves once nothing runs or waits on `lm` and its last acquire is past the grace. */
+  private async idle(lm: LoadedModel): Promise<void> {
+    while (this.busy(lm) && !this.closing) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
   }
 
   private async release(lm: LoadedModel, keepContexts: boolean): Promise<void> {
