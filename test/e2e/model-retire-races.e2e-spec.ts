@@ -25,7 +25,7 @@ describe('store changes while a load waits for memory', () => {
   beforeAll(async () => {
     // Distinct bytes each (trailing padding), so no two share a blob once copied into the store.
     const weights = readFileSync(fixtureModel(STORIES));
-    ['busy', 'waits', 'other', 'again'].forEach((n, i) => writeFileSync(join(store, `${n}.gguf`), Buffer.concat([weights, Buffer.alloc(32 * (i + 1))])));
+    ['busy', 'waits', 'other', 'again', 'fresh'].forEach((n, i) => writeFileSync(join(store, `${n}.gguf`), Buffer.concat([weights, Buffer.alloc(32 * (i + 1))])));
     // One byte: every load must first unload every other model, waiting while one is busy.
     srv = await startServer(['-threads', '2', '-store', store, '-memory-budget', '1', '-keep-alive', '1h'], {
       env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')) },
@@ -158,6 +158,11 @@ describe('store changes while a load waits for memory', () => {
     expect((await gen({})).status).toBe(200);
     expect(await expires('other')).toBeLessThanOrEqual(60 * 60_000);
     expect(await psNames()).toEqual(['other']);
+    // A model a /v1 request loads gets -keep-alive too (it stayed forever).
+    expect((await postJson(`${srv.url}/v1/completions`, { model: 'fresh', prompt: 'x', max_tokens: 1 })).status).toBe(200);
+    const fresh = await expires('fresh');
+    expect(fresh).toBeGreaterThan(59 * 60_000);
+    expect(fresh).toBeLessThanOrEqual(60 * 60_000);
   });
 });
 

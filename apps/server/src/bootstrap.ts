@@ -83,7 +83,7 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
 async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promise<void> {
   const boot = app.get(BootState);
   try {
-    boot.model = await app.get(ModelManager).acquire('');
+    boot.model = await app.get(ModelManager).acquire('', { stay: true });
     boot.state = 'ready';
   } catch (err) {
     if (err instanceof NoModelError) {

@@ -36,7 +36,12 @@ function describe(errors: ValidationError[], prefix = ''): string {
   const out: string[] = [];
   for (const e of errors) {
     const field = prefix ? `${prefix}.${e.property}` : e.property;
-    if (e.constraints) out.push(`${field}: ${firstProblem(e.constraints)} (got ${typeOf(e.value)})`);
+    if (e.constraints) {
+      const problem = firstProblem(e.constraints);
+      // "each value in context must be …": the array itself shows which value is wrong.
+      const got = Array.isArray(e.value) && problem.startsWith('each value') ? `the array ${abbreviated(JSON.stringify(e.value))}` : typeOf(e.value);
+      out.push(`${field}: ${problem} (got ${got})`);
+    }
     if (e.children?.length) out.push(describe(e.children, field));
   }
   return out.filter(Boolean).join('; ');
@@ -48,11 +53,15 @@ function firstProblem(constraints: Record<string, string>): string {
   return constraints[keys.find((k) => /^is[A-Z]/.test(k)) ?? keys[0]];
 }
 
+function abbreviated(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
 function typeOf(v: unknown): string {
   if (v === undefined) return 'no value';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  if (typeof v === 'string') return `the string ${JSON.stringify(abbreviated(v))}`;
   if (typeof v === 'number' || typeof v === 'boolean') return `${typeof v} ${v}`;
   return typeof v === 'object' ? 'an object' : typeof v;
 }

@@ -38,7 +38,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'cache-ram', kind: 'int', help: 'MiB of host memory for retained prompts moved out of the KV cache while others decode (default 4096; 0 = drop them)' },
   { name: 'context-slots', kind: 'int', help: 'KV contexts kept in memory at once; idle ones beyond it are spilled to disk (default 128)' },
   { name: 'memory-budget', kind: 'string', help: 'memory resident models may use, e.g. 8GiB (default: total memory, or the container limit where lower, minus 2 GiB)', env: 'SVC_MEMORY_BUDGET' },
-  { name: 'keep-alive', kind: 'string', help: 'how long a model stays loaded after a local-runner request that sends no keep_alive, e.g. 30m; -1 = forever, 0 = unload at once (default 5m)', env: 'SVC_KEEP_ALIVE' },
+  { name: 'keep-alive', kind: 'string', help: 'how long a model stays loaded after a local-runner request that sends no keep_alive (or a /v1 request that loaded it), e.g. 30m; -1 = forever, 0 = unload at once (default 5m)', env: 'SVC_KEEP_ALIVE' },
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
   { name: 'lexicon', kind: 'string', help: 'word list (one word a line) for svc_lexicon and svc_lexicon_strict' },
   // Spec flags (features of later modules; accepted and validated now).

@@ -133,7 +133,7 @@ export class StoreController {
   private afterPull(afterDelete = false): void {
     const boot = this.moduleRef.get(BootState, { strict: false });
     if (!boot || (!afterDelete && boot.state !== 'no-model' && boot.state !== 'failed')) return;
-    this.models.acquire('').then(
+    this.models.acquire('', { stay: true }).then(
       (lm) => {
         boot.model = lm;
         boot.error = undefined;

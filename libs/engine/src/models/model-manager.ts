@@ -12,6 +12,8 @@ import { defaultMemoryBudget, estimateBytes, parseKeepAlive, seqPositions } from
 export interface AcquireOptions {
   /** keep_alive as the request sent it ("5m", seconds, 0, -1); absent/undefined means -keep-alive (5m). */
   keepAlive?: number | string | null;
+  /** The server's default model (boot, or the first pulled): stays until memory is needed or a keep_alive is set. */
+  stay?: boolean;
 }
 
 /** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
@@ -63,8 +65,9 @@ export class ModelManager {
 
   /**
    * Resolves a request's model name ('' = default) and loads it if needed.
-   * Without `opts` (boot, internal callers) the keep-alive is left as is, and a
-   * fresh load stays until memory is needed; dialects pass `{ keepAlive }`.
+   * Without `opts` (/v1 and context routes) the last keep-alive set is renewed, and a
+   * fresh load gets -keep-alive; the local runner passes `{ keepAlive }`, the default
+   * model's load `{ stay: true }`.
    */
   async acquire(name: string, opts?: AcquireOptions): Promise<LoadedModel> {
     return (await this.acquireNamed(name, opts)).lm;
@@ -79,7 +82,7 @@ export class ModelManager {
     const entry = this.catalog.resolve(name, { generating: true });
     // A local-runner request without keep_alive sets the default, as the local runner does.
     const asked = opts?.keepAlive;
-    const keepMs = !opts ? undefined : asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
+    const keepMs = !opts ? undefined : opts.stay ? Infinity : asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
     let p = this.loaded.get(entry.path);
     if (!p) {
       p = this.serialLoad(entry);
@@ -304,6 +307,9 @@ export class ModelManager {
 
   private async load(entry: CatalogEntry): Promise<LoadedModel> {
     const lm = await loadModel(entry, { backend: this.backend, config: this.config, kept: this.kept, log: this.log, estimate: (e) => this.estimate(e) });
+    // Loaded by a request that set no keep_alive (a /v1 or context route): the -keep-alive default,
+    // as the local runner gives its OpenAI routes; the default model's acquire says stay.
+    lm.keepAliveMs = this.config.keepAliveMs;
     // acquire() checks `ready` to detect an unload; without this it re-acquires forever.
     this.ready.set(entry.path, lm);
     for (const fn of this.loadListeners) fn(lm);
