@@ -5,7 +5,7 @@
  * listings answer at once rather than after the waiting load. Also -keep-alive, the default
  * keep_alive of a local-runner request that sends none.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureModel, STORIES } from './helpers/fixtures';
@@ -138,6 +138,16 @@ describe('store changes while a load waits for memory', () => {
     expect((await waiting).status).toBe(200);
   });
 
+  it('a model deleted while it generates still counts against the budget until it is freed', async () => {
+    expect((await json(`${srv.url}/api/copy`, 'POST', { source: 'fresh', destination: 'doomed' })).status).toBe(200);
+    const busy = await keepBusy('doomed');
+    expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: 'doomed' })).status).toBe(200);
+    // Out of service at once, but in memory until its stream ends: the next load waits for that.
+    const next = await postJson(`${srv.url}/api/generate`, { model: 'again', prompt: 'x', stream: false, options: { num_predict: 1 } }).then((r) => ({ ...r, at: Date.now() }));
+    expect(next.status).toBe(200);
+    expect(next.at).toBeGreaterThanOrEqual(await busy.ended);
+  });
+
   it('-keep-alive is the keep_alive of a local-runner request that sends none; other routes renew the last one set', async () => {
     const expires = async (name: string) => {
       const m = ((await json(`${srv.url}/api/ps`, 'GET')).json.models as Array<{ name: string; expires_at: string }>).find((x) => x.name === name);
@@ -217,5 +227,27 @@ describe('requests on a name repointed over and over (no memory budget)', () => 
     expect(Object.keys(statuses)).toEqual(['200']);
     expect(statuses['200']).toBeGreaterThan(100);
     expect((await json(`${srv.url}/api/delete`, 'DELETE', { model: 'flip' })).status).toBe(200);
+  });
+});
+
+describe('the -m file removed behind the server', () => {
+  let srv: RunningServer;
+  const dir = mkdtempSync(join(tmpdir(), 'svc-gone-m-'));
+  const file = join(dir, 'vanishing.gguf');
+  beforeAll(async () => {
+    writeFileSync(file, readFileSync(fixtureModel(STORIES)));
+    srv = await startServer(['-threads', '2', '-m', file, '-store', join(dir, 'store')], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')) } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('listings still answer (the vanished file is just not listed), and the loaded copy still serves', async () => {
+    unlinkSync(file);
+    const [tags, ps, health] = await Promise.all([json(`${srv.url}/api/tags`, 'GET'), json(`${srv.url}/api/ps`, 'GET'), json(`${srv.url}/healthz`, 'GET')]);
+    // Each was a 500 (ENOENT from the listing's stat of the -m file).
+    expect([tags.status, ps.status, health.status]).toEqual([200, 200, 200]);
+    expect(tags.json.models).toEqual([]);
+    expect(ps.json.models.map((m: { name: string }) => m.name)).toEqual(['vanishing']);
   });
 });

@@ -71,11 +71,12 @@ export class ModelCatalog {
     const add = (e: CatalogEntry | undefined) => {
       if (e && !entries.some((x) => sameModel(x.name, e.name))) entries.push(e);
     };
-    if (this.defaultFile) add(this.fileEntry(this.defaultFile, 'file'));
+    // A file removed behind the server's back is not listed (its stat threw, and every listing failed).
+    if (this.defaultFile) add(this.presentEntry(this.defaultFile, 'file'));
     const own = this.store.list();
     for (const sm of own) for (const e of this.manifestEntries(sm, this.store, own)) add(e);
     for (const p of this.storeFiles()) {
-      if (p !== this.defaultFile) add(this.fileEntry(p, 'svc'));
+      if (p !== this.defaultFile) add(this.presentEntry(p, 'svc'));
     }
     if (this.ollama) {
       const theirs = this.ollama.list();
@@ -174,6 +175,14 @@ export class ModelCatalog {
     if (!l) return undefined;
     const p = st.blobPath(l.digest);
     return existsSync(p) ? this.metadata(p, statSync(p).mtimeMs) : undefined;
+  }
+
+  private presentEntry(path: string, source: ModelSource): CatalogEntry | undefined {
+    try {
+      return this.fileEntry(path, source);
+    } catch {
+      return undefined;
+    }
   }
 
   private fileEntry(path: string, source: ModelSource): CatalogEntry {

@@ -135,6 +135,8 @@ export class StoreController {
     if (!boot || (!afterDelete && boot.state !== 'no-model' && boot.state !== 'failed')) return;
     this.models.acquire('', { stay: true }).then(
       (lm) => {
+        // Deleted again while it loaded: /healthz would report retired weights.
+        if (!this.models.inService(lm)) return this.afterPull(true);
         boot.model = lm;
         boot.error = undefined;
         boot.state = 'ready';

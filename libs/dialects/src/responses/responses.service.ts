@@ -59,7 +59,9 @@ export class ResponsesService {
         const conversation = [...(prev?.conversation ?? []), ...input, assistantTurn(final)];
         const rec: StoredResponse = { response: final, owner, conversation, inputItems: wireInputItems(d.input), context: handle.context };
         if (!store) return this.drop(rec);
-        for (const old of this.store.put(rec)) await this.drop(old);
+        // Records pushed out of the store free their contexts in the background: their weights may be
+        // loading or finishing other work, and this answer need not wait for that.
+        for (const old of this.store.put(rec)) void this.drop(old);
       },
       abandon: async () => {
         if (settled) return;

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { rmSync } from 'node:fs';
 import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
-import { ModelNotFoundError } from '../core/errors';
+import { ModelNotFoundError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { KeptContexts, removeDeadSpills, spillRoot } from './kept-contexts';
 import { LoadedModel } from './loaded-model';
@@ -45,6 +45,8 @@ export class ModelManager {
   private readonly kept = new KeptContexts();
   /** Unloads still writing their contexts to disk: a new load of the same file waits for them. */
   private readonly unloading = new Map<string, Promise<void>>();
+  /** Models out of service but not freed yet (finishing their requests, writing contexts): they still hold memory. */
+  private readonly leaving = new Set<LoadedModel>();
   /** close() began: the whole server is stopping (not one model being retired). */
   closing = false;
 
@@ -79,6 +81,8 @@ export class ModelManager {
   }
 
   private async acquireTry(name: string, opts: AcquireOptions | undefined, retired: number): Promise<{ lm: LoadedModel; name: string; entry: CatalogEntry }> {
+    // After close() nothing would free a new load.
+    if (this.closing) throw new ServerShuttingDownError();
     const entry = this.catalog.resolve(name, { generating: true });
     // A local-runner request without keep_alive sets the default, as the local runner does.
     const asked = opts?.keepAlive;
@@ -221,6 +225,8 @@ export class ModelManager {
     // A retired model is out of service at once, but requests that acquired it just before
     // (between acquire and submit, or making a context) finish on it before it is freed.
     const done = (whenIdle ? this.idle(lm) : Promise.resolve()).then(() => this.release(lm, keepContexts));
+    this.leaving.add(lm);
+    void done.finally(() => this.leaving.delete(lm)).catch(() => undefined);
     this.unloading.set(path, done);
     const settled = () => void (this.unloading.get(path) === done && this.unloading.delete(path));
     done.then(settled, settled);
@@ -285,8 +291,9 @@ export class ModelManager {
       // Taken out of the store while waiting: the load is refused now, not after the wait.
       if (!this.isListed(entry.path)) return;
       const others = [...this.ready.values()].filter((m) => m.entry.path !== entry.path);
-      const used = others.reduce((a, m) => a + m.estimatedBytes, 0);
-      if (used + need <= this.memoryBudget || others.length === 0) return;
+      const leaving = [...this.leaving];
+      const used = [...others, ...leaving].reduce((a, m) => a + m.estimatedBytes, 0);
+      if (used + need <= this.memoryBudget || others.length + leaving.length === 0) return;
       const idle = others.filter((m) => !this.busy(m)).sort((a, b) => a.lastUsed - b.lastUsed);
       if (idle.length > 0) {
         this.log.log(`unloading ${idle[0].name} to make room for ${entry.name} (budget ${this.memoryBudget} bytes)`);
