@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { CatalogEntry } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
+import { NativeModel } from '../backend/native-addon';
 import { ContextRegistry } from '../contexts/context-registry';
 import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
@@ -34,7 +35,7 @@ export interface LoaderDeps {
  * scheduler and context registry (adopting contexts kept on disk). ModelManager decides when.
  */
 export async function loadModel(entry: CatalogEntry, deps: LoaderDeps): Promise<LoadedModel> {
-  const { backend, config: c, kept, log } = deps;
+  const { backend, config: c } = deps;
   if (entry.capabilities.length === 0) {
     throw new InvalidRequestError(`${entry.name} is not a model this server can run (no text capabilities)`);
   }
@@ -44,10 +45,22 @@ export async function loadModel(entry: CatalogEntry, deps: LoaderDeps): Promise<
     weightsOnCpu: backend.name === 'cpu' || c.gpuLayers === 0,
     fileBytes: entry.sizeBytes,
   });
-  const [native, hash] = await Promise.all([
-    backend.loadModel(entry.path, { nGpuLayers: c.gpuLayers, hugePages }),
-    sha256File(entry.path),
-  ]);
+  const [loaded, hashed] = await Promise.allSettled([backend.loadModel(entry.path, { nGpuLayers: c.gpuLayers, hugePages }), sha256File(entry.path)]);
+  if (loaded.status === 'rejected') throw loaded.reason;
+  const native = loaded.value;
+  // A load that fails past this point frees what it took (the weights stayed until garbage collection).
+  try {
+    if (hashed.status === 'rejected') throw hashed.reason;
+    return await serve(entry, native, hashed.value, deps, started);
+  } catch (err) {
+    native.dispose();
+    throw err;
+  }
+}
+
+/** The KV context, scheduler and context registry over loaded weights. */
+async function serve(entry: CatalogEntry, native: NativeModel, hash: string, deps: LoaderDeps, started: number): Promise<LoadedModel> {
+  const { backend, config: c, kept, log } = deps;
   const nCtxSeq = Math.min(native.info.nCtxTrain || DEFAULT_CTX_CAP, c.ctxSize > 0 ? c.ctxSize : DEFAULT_CTX_CAP);
   // Every sequence id llama.cpp allows: running requests, retained prompts and contexts share them.
   const nSeqMax = 256;
@@ -77,42 +90,47 @@ export async function loadModel(entry: CatalogEntry, deps: LoaderDeps): Promise<
     }),
     graphSamplerSlots,
   });
-  // Plans llama.cpp's graphs for the chains now rather than on the first requests.
-  let warmChains = 0;
-  if (ctx.backendSampling && entry.capabilities.some((x) => x === 'chat' || x === 'completion')) {
-    const token = native.info.bos >= 0 ? native.info.bos : 0;
-    warmChains = await warmGraphSamplers(ctx, graphSamplerSlots, Math.min(c.concurrency, c.batchSize), token).catch((e: Error) => {
-      log.warn(`graph sampler warm-up failed (the first requests plan instead): ${e.message}`);
-      return 0;
+  try {
+    // Plans llama.cpp's graphs for the chains now rather than on the first requests.
+    let warmChains = 0;
+    if (ctx.backendSampling && entry.capabilities.some((x) => x === 'chat' || x === 'completion')) {
+      const token = native.info.bos >= 0 ? native.info.bos : 0;
+      warmChains = await warmGraphSamplers(ctx, graphSamplerSlots, Math.min(c.concurrency, c.batchSize), token).catch((e: Error) => {
+        log.warn(`graph sampler warm-up failed (the first requests plan instead): ${e.message}`);
+        return 0;
+      });
+    }
+    // JS work beside a running decode is free when the model runs on a GPU or the
+    // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
+    // (measured: streaming chains with -threads = CPUs decode slower).
+    const kvOnDevice = backend.name !== 'cpu' && c.gpuLayers !== 0;
+    const jsHasACpu = kvOnDevice || c.threads < availableParallelism();
+    const scheduler = new Scheduler(native, ctx, {
+      concurrency: c.concurrency,
+      queueLimit: c.queueLimit,
+      nBatch: c.batchSize,
+      nCtxSeq,
+      cacheSlots: c.cacheSlots,
+      cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
+      cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
+      kvOnDevice,
+      ...decodeTuning(jsHasACpu),
     });
+    const ms = performance.now() - started;
+    log.log(`loaded ${entry.name} (${native.info.description}) on ${backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? `; sampling in the compute graph (${warmChains} chains planned at load)` : ''}`);
+    if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
+    // Per file and weights: two names of one blob are one load, but a copy at another path (the
+    // -m file and its copy in the store) is another load whose context ids would collide.
+    const spillDir = join(spillRoot(), 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
+    const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
+    await kept.adoptInto(entry.path, contexts);
+    const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
+    lm.estimatedBytes = deps.estimate(entry);
+    return lm;
+  } catch (err) {
+    ctx.dispose();
+    throw err;
   }
-  // JS work beside a running decode is free when the model runs on a GPU or the
-  // decode threads leave a CPU free; otherwise it takes a CPU from a decode thread
-  // (measured: streaming chains with -threads = CPUs decode slower).
-  const kvOnDevice = backend.name !== 'cpu' && c.gpuLayers !== 0;
-  const jsHasACpu = kvOnDevice || c.threads < availableParallelism();
-  const scheduler = new Scheduler(native, ctx, {
-    concurrency: c.concurrency,
-    queueLimit: c.queueLimit,
-    nBatch: c.batchSize,
-    nCtxSeq,
-    cacheSlots: c.cacheSlots,
-    cachePositions: Math.max(nCtxSeq, Math.floor((nCtxSeq * c.concurrency) / 2)),
-    cacheHostBytes: c.cacheRamMiB * 1024 * 1024,
-    kvOnDevice,
-    ...decodeTuning(jsHasACpu),
-  });
-  const ms = performance.now() - started;
-  log.log(`loaded ${entry.name} (${native.info.description}) on ${backend.name} in ${ms.toFixed(0)} ms; ${nCtxSeq} positions per request${ctx.backendSampling ? `; sampling in the compute graph (${warmChains} chains planned at load)` : ''}`);
-  if (native.info.hugePages.advisedBytes > 0 || native.info.hugePages.error) log.log(hugePagesLine(native.info.hugePages, ctx.hugePages));
-  // Per file and weights: two names of one blob are one load, but a copy at another path (the
-  // -m file and its copy in the store) is another load whose context ids would collide.
-  const spillDir = join(spillRoot(), 'spill', createHash('sha256').update(`${entry.path}\0${hash}`).digest('hex').slice(0, 16));
-  const contexts = new ContextRegistry(native, ctx, scheduler, spillDir, Math.max(1, Math.min(c.contextSlots, nSeqMax - c.concurrency - c.cacheSlots)));
-  await kept.adoptInto(entry.path, contexts);
-  const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
-  lm.estimatedBytes = deps.estimate(entry);
-  return lm;
 }
 
 /**
