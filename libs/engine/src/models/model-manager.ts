@@ -19,12 +19,12 @@ export interface AcquireOptions {
 /** A model acquired this recently counts as in use: covers the gap between acquire() and scheduler.submit(). */
 const IN_USE_GRACE_MS = 1000;
 const REAP_EVERY_MS = 500;
+/** How often a retired model is checked for its last request's end. */
 const IDLE_POLL_MS = 50;
 /** Loads of a name that failed because a store change took its file away, asked again before the error stands. */
 const MAX_RETIRED_RETRIES = 3;
 /** How long a load waits for busy models to go idle before loading over budget. */
 const FIT_WAIT_MS = 60_000;
-
 
 /**
  * Keeps one loaded copy of each model, shared by every route and dialect.
