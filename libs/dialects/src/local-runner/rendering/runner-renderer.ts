@@ -40,7 +40,8 @@ export class RunnerRenderer {
     for await (const ev of events) {
       if (out.closed) break;
       if (ev.type === 'delta') {
-        answer += ev.text;
+        // Kept only for the final `context`: the other streams build no copy of their text.
+        if (this.opts.contextOf) answer += ev.text;
         // Tokens that only wrote a held-back stop string come as a delta without text: their logprobs go too.
         if (ev.text || ev.logprobs?.length) out.line({ ...this.chunk(ev.text, [], ev.logprobs), done: false });
       } else if (ev.type === 'tool_calls') {
