@@ -2,6 +2,7 @@
 
 #include "model.h"
 #include "svc.h"
+#include "common.h"
 
 #include <regex>
 #include <stdexcept>
@@ -78,9 +79,17 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
       }
       inputs.continue_final_message = COMMON_CHAT_CONTINUATION_AUTO;
     }
-    // llama-server defaults: reasoning extracted into reasoning_content.
-    inputs.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
-    inputs.enable_thinking = true;
+    // llama-server's defaults: reasoning extracted into reasoning_content, thinking on.
+    const bool split = optBool(in, "splitReasoning", true);
+    const auto reasoning = split ? COMMON_REASONING_FORMAT_DEEPSEEK : COMMON_REASONING_FORMAT_NONE;
+    inputs.reasoning_format = reasoning;
+    inputs.enable_thinking = optBool(in, "enableThinking", true);
+    if (hasOpt(in, "templateKwargs")) {
+      // Extra template variables, as llama-server's chat_template_kwargs: each value as JSON text.
+      auto kw = common_json::parse(jsonStringify(env, in.Get("templateKwargs")));
+      if (!kw.is_object()) throwType(env, "applyChatTemplate: templateKwargs must be an object");
+      for (const auto & item : kw.items()) inputs.chat_template_kwargs[item.key()] = item.value().dump();
+    }
 
     st->params = common_chat_templates_apply(tmpls, inputs);
     if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !st->params.grammar_lazy) {
@@ -90,11 +99,17 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
 
     // Parser params as server-schema.cpp builds them from the chat params.
     st->parser = common_chat_parser_params(st->params);
-    st->parser.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    st->parser.reasoning_format = reasoning;
     st->parser.reasoning_in_content = false;
     st->parser.parse_tool_calls = true;
     st->parser.is_continuation = cont;
     if (!st->params.parser.empty()) st->parser.parser.load(st->params.parser);
+    // Tokens the format's markers are made of: rendered as text in the output, as
+    // llama-server does, or a parser would never see a marker that is a control token.
+    for (const auto & t : st->params.preserved_tokens) {
+      auto ids = common_tokenize(model->vocab, t, false, true);
+      if (ids.size() == 1) st->preservedTokens.push_back(ids[0]);
+    }
   } catch (const Napi::Error &) {
     throw;
   } catch (const std::exception & e) {
@@ -129,6 +144,10 @@ ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatP
   ro("additionalStops", stops);
   ro("generationPrompt", Napi::String::New(env, p.generation_prompt));
   ro("supportsTools", Napi::Boolean::New(env, st_->supportsTools));
+  ro("supportsThinking", Napi::Boolean::New(env, p.supports_thinking));
+  auto preserved = Napi::Int32Array::New(env, st_->preservedTokens.size());
+  for (size_t i = 0; i < st_->preservedTokens.size(); i++) preserved[i] = st_->preservedTokens[i];
+  ro("preservedTokens", preserved);
 }
 
 Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {

@@ -7,6 +7,7 @@
 #include "chat.h"  // llama.cpp common/chat.h
 
 #include <memory>
+#include <vector>
 
 struct ModelState;
 
@@ -14,6 +15,7 @@ struct ChatPromptState {
   common_chat_params params;
   common_chat_parser_params parser;  // mirrors tools/server's per-task parser params
   bool supportsTools = false;         // the template renders tool definitions (llama.cpp's caps probe)
+  std::vector<int32_t> preservedTokens;  // single-token format markers, shown as text in the output
 };
 
 class ChatPrompt : public Napi::ObjectWrap<ChatPrompt> {

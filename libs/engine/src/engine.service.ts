@@ -109,7 +109,9 @@ export class EngineService implements OnApplicationShutdown {
         reusePrefix: req.reusePrefix,
         // Callers and markings do not share retained prompts: cached_tokens would tell one what another sent.
         cachePartition: req.owner ?? '',
-        toolParser: rendered.toolParser,
+        parser: rendered.parser,
+        parseCalls: rendered.parseCalls,
+        shownSpecial: rendered.chat?.preservedTokens,
         ignoreEos: req.sampling.ignoreEos,
         session,
         signal: req.signal,

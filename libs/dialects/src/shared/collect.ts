@@ -6,6 +6,8 @@ export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 
 export interface Collected {
   text: string;
+  /** The model's thoughts ('' when it had none or they were not split out). */
+  reasoning: string;
   toolCalls: ToolCallEvent[];
   logprobs: TokenLogprob[];
   done: DoneEvent;
@@ -14,6 +16,7 @@ export interface Collected {
 /** Drains an event stream into one answer (the non-streaming form of every dialect). */
 export async function collect(events: AsyncIterable<GenerationEvent>): Promise<Collected> {
   let text = '';
+  let reasoning = '';
   const toolCalls: ToolCallEvent[] = [];
   const logprobs: TokenLogprob[] = [];
   let done: DoneEvent | undefined;
@@ -21,12 +24,15 @@ export async function collect(events: AsyncIterable<GenerationEvent>): Promise<C
     if (ev.type === 'delta') {
       text += ev.text;
       if (ev.logprobs) logprobs.push(...ev.logprobs);
+    } else if (ev.type === 'reasoning') {
+      reasoning += ev.text;
+      if (ev.logprobs) logprobs.push(...ev.logprobs);
     } else if (ev.type === 'tool_calls') toolCalls.push(...ev.calls);
     else done = ev;
   }
   // A stream ends without `done` only when its request was cancelled: the client is gone.
   if (!done) throw new ClientGoneError();
-  return { text, toolCalls, logprobs, done };
+  return { text, reasoning, toolCalls, logprobs, done };
 }
 
 const ID_BYTES = 18;

@@ -110,6 +110,12 @@ export interface NativeChatInput {
   templateOverride?: string;
   jsonSchema?: string;
   grammar?: string;
+  /** The template's enable_thinking (default true). */
+  enableThinking?: boolean;
+  /** Parse the model's thoughts out of the content (llama-server's reasoning_format deepseek; default true). */
+  splitReasoning?: boolean;
+  /** Extra template variables (llama-server's chat_template_kwargs). */
+  templateKwargs?: Record<string, unknown>;
 }
 
 /** A rendered chat prompt; keeps llama.cpp's chat params for sampling and parsing. */
@@ -123,7 +129,11 @@ export interface NativeChatPrompt {
   readonly generationPrompt: string;
   /** The template renders tool definitions (llama.cpp's template capability probe). */
   readonly supportsTools: boolean;
-  /** Parse generated text (partial=true while streaming) into content and tool calls. */
+  /** The format has a reasoning block (a think tag, a thought channel) its parser reads. */
+  readonly supportsThinking: boolean;
+  /** Single tokens the format's markers are made of: shown as text in the output (llama-server's preserved tokens). */
+  readonly preservedTokens: Int32Array;
+  /** Parse generated text (partial=true while streaming) into reasoning, content and tool calls. */
   parse(text: string, partial: boolean): NativeParsedMessage;
 }
 

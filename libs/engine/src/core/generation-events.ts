@@ -27,6 +27,8 @@ export interface ToolCallEvent {
 export type GenerationEvent =
   /** Text ready to show (stop strings already held back and removed). */
   | { type: 'delta'; text: string; logprobs?: TokenLogprob[] }
+  /** The model's thoughts (a reasoning template's think block), before any delta of the answer. */
+  | { type: 'reasoning'; text: string; logprobs?: TokenLogprob[] }
   /** Complete tool calls parsed from the output (emitted before `done`). */
   | { type: 'tool_calls'; calls: ToolCallEvent[] }
   | {

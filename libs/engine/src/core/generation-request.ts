@@ -52,6 +52,12 @@ export type PromptInput =
        * template: the local runner's /api/generate, whose default template is `{{ .Prompt }}`.
        */
       plainWithoutTemplate?: boolean;
+      /** The template's enable_thinking: false asks a reasoning model to answer without thinking (default: the template's). */
+      thinking?: boolean;
+      /** Return the model's thoughts apart from the content (default true; false leaves them in the text). */
+      splitReasoning?: boolean;
+      /** Extra template variables (llama-server's chat_template_kwargs, e.g. reasoning_effort). */
+      templateKwargs?: Record<string, unknown>;
     };
 
 export interface SamplingParams {

@@ -5,14 +5,16 @@ import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
 import { wellFormed } from './well-formed';
-import { jsonToolCallParser, toolCallSchema, ToolOutputParser, withToolSystemMessage } from './tool-fallback';
+import { jsonToolCallParser, OutputParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
 
 export interface RenderedPrompt {
   text: string;
   /** Set for chat prompts: llama.cpp's chat params (tool grammar, stops). */
   chat?: NativeChatPrompt;
-  /** Set when the output is parsed for tool calls. */
-  toolParser?: ToolOutputParser;
+  /** Set when the output is parsed (tool calls, a reasoning model's thoughts). */
+  parser?: OutputParser;
+  /** The parser's tool calls are answered as calls (the prompt offered tools). */
+  parseCalls?: boolean;
   /** Sample with the chat params' own tool grammar, triggers and preserved tokens. */
   toolGrammar?: boolean;
   /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
@@ -54,6 +56,9 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
         parallelToolCalls: prompt.parallelToolCalls ?? false,
         addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
         continueFinalMessage: prompt.continueFinal ?? false,
+        enableThinking: prompt.thinking,
+        splitReasoning: prompt.splitReasoning,
+        templateKwargs: prompt.templateKwargs,
         templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
         // The template's tool grammar takes over sampling: a JSON answer is one of its branches
         // (json_object / format "json" is the object schema, as engine.service samples it alone).
@@ -65,11 +70,11 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     }
   };
   const { chat, history } = withCallHistory(prompt.messages, (messages) => apply(messages, useTools));
-  if (!useTools) return { text: chat.prompt, chat };
+  if (!useTools) return { text: chat.prompt, chat, parser: chat.supportsThinking ? withoutPrefill(withoutCalls(chat), prompt) : undefined };
   const templateHasTools = chat.supportsTools;
   const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prompt);
-  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true, constraint: { kind: 'none' } };
-  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, toolParser: parser, toolGrammar: true };
+  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true, constraint: { kind: 'none' } };
+  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
@@ -77,7 +82,8 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   return {
     text: plain.prompt,
     chat: plain,
-    toolParser: jsonToolCallParser(tools.map((t) => t.function.name), choice === 'required'),
+    parser: jsonToolCallParser(tools.map((t) => t.function.name), choice === 'required'),
+    parseCalls: true,
     constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
   };
 }
@@ -87,7 +93,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
  * common per-call grammar shape to one call; formats it does not recognise may
  * still allow several, so the parsed result keeps the first.
  */
-function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
+function firstCallOnly(parser: OutputParser): OutputParser {
   return {
     parse(text, partial) {
       const out = parser.parse(text, partial);
@@ -102,7 +108,7 @@ function firstCallOnly(parser: ToolOutputParser): ToolOutputParser {
  * sent again, also while the parser still holds part of it back (a prefill "<tool" looks like
  * the start of a call tag until the output goes on).
  */
-function withoutPrefill(parser: ToolOutputParser, prompt: PromptInput): ToolOutputParser {
+function withoutPrefill(parser: OutputParser, prompt: PromptInput): OutputParser {
   const last = prompt.kind === 'chat' && prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
   const text = last ? (textOnly(last).content as string) : '';
   if (!text) return parser;
@@ -116,6 +122,20 @@ function withoutPrefill(parser: ToolOutputParser, prompt: PromptInput): ToolOutp
         if (f.startsWith(out.content)) return { ...out, content: '' };
       }
       return out;
+    },
+  };
+}
+
+/**
+ * A reasoning template's output is parsed for its thoughts (llama.cpp's parser, also with
+ * reasoning_format none, which puts an opened think tag back in front of the text); with no
+ * tools offered nothing it reads is a call.
+ */
+function withoutCalls(parser: OutputParser): OutputParser {
+  return {
+    parse(text, partial) {
+      const out = parser.parse(text, partial);
+      return out.toolCalls.length ? { ...out, toolCalls: [] } : out;
     },
   };
 }

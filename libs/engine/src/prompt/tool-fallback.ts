@@ -1,8 +1,15 @@
 import { CoreMessage, CoreTool } from '../core/generation-request';
 
-/** What the output pipeline needs to split generated text into content and tool calls. */
-export interface ToolOutputParser {
-  parse(text: string, partial: boolean): { content: string; toolCalls: Array<{ id: string; name: string; arguments: string }> };
+/** What the output pipeline needs to split generated text into reasoning, content and tool calls. */
+export interface OutputParser {
+  parse(text: string, partial: boolean): ParsedOutput;
+}
+
+export interface ParsedOutput {
+  content: string;
+  /** The model's thoughts (a reasoning template's think block), '' or absent when none. */
+  reasoningContent?: string;
+  toolCalls: Array<{ id: string; name: string; arguments: string }>;
 }
 
 /**
@@ -48,7 +55,7 @@ export function toolCallSchema(tools: CoreTool[]): Record<string, unknown> {
  * stop string) is dropped, as on the template path, never sent as text: under
  * a required call every answer is one, otherwise one that opened with "name".
  */
-export function jsonToolCallParser(names: string[], required: boolean): ToolOutputParser {
+export function jsonToolCallParser(names: string[], required: boolean): OutputParser {
   return {
     parse(text, partial) {
       const mayBeCall = /^\s*(\{|$)/.test(text);

@@ -1,6 +1,6 @@
 import { FinishReason, GenerationEvent, TokenLogprob, ToolCallEvent } from '../core/generation-events';
 import { randomUUID } from 'node:crypto';
-import { ToolOutputParser } from '../prompt/tool-fallback';
+import { OutputParser, ParsedOutput } from '../prompt/tool-fallback';
 import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
 import { StopMatcher } from '../text/stop-matcher';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
@@ -32,8 +32,11 @@ export interface SequenceSpec {
   reusePrefix?: boolean;
   /** Retained prompts are shared within one partition only (the owner key; '' by default). */
   cachePartition?: string;
-  /** Set when the prompt offered tools: output is parsed for tool calls. */
-  toolParser?: ToolOutputParser;
+  /** Set when the output is parsed: for tool calls (parseCalls) and a reasoning model's thoughts. */
+  parser?: OutputParser;
+  parseCalls?: boolean;
+  /** Control tokens shown as text (a parsed format's markers); others show as nothing. */
+  shownSpecial?: Int32Array;
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
@@ -71,6 +74,8 @@ export class Sequence {
   private readonly stops: StopMatcher;
   private rawText = '';
   private emittedContent = '';
+  private emittedReasoning = '';
+  private readonly shown: ReadonlySet<number>;
   private pendingLogprobs: TokenLogprob[] = [];
   /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
   private pendingStarts: number[] = [];
@@ -83,6 +88,7 @@ export class Sequence {
     private readonly model: NativeModel,
   ) {
     this.stops = new StopMatcher(spec.stop);
+    this.shown = new Set(spec.parser ? spec.shownSpecial ?? [] : []);
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
@@ -122,7 +128,7 @@ export class Sequence {
     this.generated.push(token);
     this.lastToken = token;
     if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };
-    const bytes = this.model.tokenToPiece(token, false);
+    const bytes = this.model.tokenToPiece(token, this.shown.size > 0 && this.shown.has(token));
     if (lp) {
       this.pendingLogprobs.push(this.renderLogprob(bytes, lp));
       this.pendingStarts.push(this.decodedChars);
@@ -145,18 +151,18 @@ export class Sequence {
     this.finished = true;
     if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
     let finishReason = reason;
-    if (this.spec.toolParser) {
+    if (this.spec.parser) {
       // llama.cpp's parser throws on output that fits no format it knows (a prefill that opened a
       // call): what was streamed stands, and the sequence still ends (a throw here hung it).
-      let parsed: ReturnType<ToolOutputParser['parse']>;
+      let parsed: ParsedOutput;
       try {
-        parsed = this.spec.toolParser.parse(this.rawText, false);
+        parsed = this.spec.parser.parse(this.rawText, false);
       } catch {
         parsed = { content: this.emittedContent, toolCalls: [] };
       }
-      this.emitContent(parsed.content);
+      this.emitParsed(parsed);
       // Cut by max_tokens or a stop string: a call still being written is dropped, never sent with broken arguments.
-      const complete = parsed.toolCalls.filter((c) => isJson(c.arguments));
+      const complete = this.spec.parseCalls ? parsed.toolCalls.filter((c) => isJson(c.arguments)) : [];
       if (complete.length > 0) {
         const calls: ToolCallEvent[] = complete.map((c, index) => ({
           index,
@@ -199,16 +205,29 @@ export class Sequence {
   private output(text: string): void {
     if (!text) return;
     this.releasedChars += text.length;
-    if (this.spec.toolParser) {
+    if (this.spec.parser) {
       this.rawText += text;
-      this.emitContent(this.spec.toolParser.parse(this.rawText, true).content);
+      let parsed: ParsedOutput;
+      try {
+        parsed = this.spec.parser.parse(this.rawText, true);
+      } catch {
+        return; // not readable yet: the final parse decides
+      }
+      this.emitParsed(parsed);
       return;
     }
     this.channel.push({ type: 'delta', text, logprobs: this.takeLogprobs() });
   }
 
-  /** Emits the part of the parsed content not sent yet. */
-  private emitContent(content: string): void {
+  /** Emits the parts of the parsed thoughts and content not sent yet (thoughts come first). */
+  private emitParsed(parsed: ParsedOutput): void {
+    const reasoning = parsed.reasoningContent ?? '';
+    if (reasoning.length > this.emittedReasoning.length && reasoning.startsWith(this.emittedReasoning)) {
+      const text = reasoning.slice(this.emittedReasoning.length);
+      this.emittedReasoning = reasoning;
+      this.channel.push({ type: 'reasoning', text, logprobs: this.takeLogprobs() });
+    }
+    const content = parsed.content;
     if (content.length > this.emittedContent.length && content.startsWith(this.emittedContent)) {
       const text = content.slice(this.emittedContent.length);
       this.emittedContent = content;

@@ -36,6 +36,7 @@ export function generateToCore(d: GenerateRequestDto, scope: RequestScope = {}):
           { role: 'user', content: withImages(d.prompt ?? '', d.images) },
         ],
         plainWithoutTemplate: true,
+        ...thinkFrom(d.think),
       };
   // The local runner reads `context` before the templated prompt only; raw ignores it.
   return { ...base(d, prompt, scope), ...(!d.raw && d.context?.length ? { priorTokens: d.context } : {}) };
@@ -49,7 +50,21 @@ export function chatToCore(d: ChatRequestDto, scope: RequestScope = {}): Generat
   // A final assistant message with text is a prefill the reply continues, as the local runner's templates leave it open.
   const last = messages[messages.length - 1];
   const continueFinal = last?.role === 'assistant' && !last.tool_calls?.length && typeof last.content === 'string' && last.content !== '';
-  return base(d, { kind: 'chat', messages, tools, parallelToolCalls: false, continueFinal }, scope);
+  return base(d, { kind: 'chat', messages, tools, parallelToolCalls: false, continueFinal, ...thinkFrom(d.think) }, scope);
+}
+
+const THINK_LEVELS = ['high', 'medium', 'low'];
+
+/**
+ * `think`: false asks a reasoning model not to think (the template's enable_thinking), true lets
+ * it, a level also goes to the template as its reasoning_effort (gpt-oss reads it). Absent leaves
+ * the model's default. Whatever it thinks comes back in `thinking`, apart from the content.
+ */
+function thinkFrom(think: unknown): Pick<Extract<PromptInput, { kind: 'chat' }>, 'thinking' | 'templateKwargs'> {
+  if (think === undefined || think === null) return {};
+  if (typeof think === 'boolean') return { thinking: think };
+  if (typeof think === 'string' && THINK_LEVELS.includes(think)) return { thinking: true, templateKwargs: { reasoning_effort: think } };
+  throw new InvalidRequestError(`think must be true, false, "high", "medium" or "low", got ${JSON.stringify(think)}`);
 }
 
 function base(d: GenerateRequestDto | ChatRequestDto, prompt: PromptInput, scope: RequestScope): GenerationRequest {

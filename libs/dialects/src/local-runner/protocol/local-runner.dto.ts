@@ -36,6 +36,8 @@ class RunnerRequestBase {
   // Log-probabilities of the answer's tokens (raw logits, as every dialect), with up to 20 alternatives each.
   @IsOptional() @IsBoolean() logprobs?: boolean;
   @IsOptional() @IsInt() @Min(0) @Max(20) top_logprobs?: number;
+  // Reasoning models: true/false, or a level (high, medium, low) the template reads as its effort; checked in the mapper.
+  @IsOptional() think?: unknown;
 }
 
 export class GenerateRequestDto extends RunnerRequestBase {

@@ -123,6 +123,8 @@ function capabilities(e: CatalogEntry, template: string, infill: boolean): strin
   if (infill && caps.includes('completion')) caps.push('insert');
   // As the local-runner decides it: a template that mentions tools can render them.
   if (template.includes('tools')) caps.push('tools');
+  // A template that writes or switches a think block: the model's thoughts come back apart (`think`).
+  if (/enable_thinking|reasoning_content|<think>/.test(template)) caps.push('thinking');
   if (e.capabilities.includes('embeddings')) caps.push('embedding');
   // vision needs a projector beside the model; the engine loads none yet.
   return caps;

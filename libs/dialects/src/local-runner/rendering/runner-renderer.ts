@@ -32,7 +32,7 @@ export class RunnerRenderer {
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
     const c = await collect(events);
-    return { ...this.chunk(c.text, c.toolCalls, c.logprobs), ...this.final(c.done), ...(await this.context(c.text)) };
+    return { ...this.chunk(c.text, c.toolCalls, c.logprobs, c.reasoning), ...this.final(c.done), ...(await this.context(c.text)) };
   }
 
   async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
@@ -44,6 +44,8 @@ export class RunnerRenderer {
         if (this.opts.contextOf) answer += ev.text;
         // Tokens that only wrote a held-back stop string come as a delta without text: their logprobs go too.
         if (ev.text || ev.logprobs?.length) out.line({ ...this.chunk(ev.text, [], ev.logprobs), done: false });
+      } else if (ev.type === 'reasoning') {
+        out.line({ ...this.chunk('', [], ev.logprobs, ev.text), done: false });
       } else if (ev.type === 'tool_calls') {
         out.line({ ...this.chunk('', ev.calls), done: false });
       } else {
@@ -57,11 +59,13 @@ export class RunnerRenderer {
     return this.opts.contextOf ? { context: await this.opts.contextOf(answer) } : {};
   }
 
-  private chunk(text: string, calls: ToolCallEvent[], logprobs?: TokenLogprob[]): Record<string, unknown> {
+  private chunk(text: string, calls: ToolCallEvent[], logprobs?: TokenLogprob[], thinking?: string): Record<string, unknown> {
     const head = { model: this.model, created_at: new Date().toISOString() };
     const lp = logprobs?.length ? { logprobs: logprobs.map((l) => wireLogprob(l, this.opts.topLogprobs ?? false)) } : {};
-    if (this.kind === 'generate') return { ...head, response: text, ...lp };
-    const message: Record<string, unknown> = { role: 'assistant', content: text };
+    // A reasoning model's thoughts: `thinking` beside the text, as the local runner sends them.
+    const thought = thinking ? { thinking } : {};
+    if (this.kind === 'generate') return { ...head, response: text, ...thought, ...lp };
+    const message: Record<string, unknown> = { role: 'assistant', content: text, ...thought };
     if (calls.length) message.tool_calls = calls.map(wireToolCall);
     return { ...head, message, ...lp };
   }

@@ -35,7 +35,7 @@ export function messagesRequestToCore(d: MessagesRequestDto, scope: RequestScope
 }
 
 /** The prompt alone (also what count_tokens measures): system, messages, tools. */
-export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'messages' | 'tools' | 'tool_choice'>): PromptInput {
+export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'messages' | 'tools' | 'tool_choice' | 'thinking'>): PromptInput {
   checkMessages(d.messages as Array<{ role?: unknown }>);
   const messages: CoreMessage[] = [];
   // An empty system ("" or no blocks) is none: the template's default system prompt applies, as for /api/generate.
@@ -59,7 +59,21 @@ export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'mes
     // The dialect allows parallel calls unless the caller disables them.
     parallelToolCalls: tools?.length ? !(d.tool_choice?.disable_parallel_tool_use ?? false) : undefined,
     continueFinal: prefill,
+    thinking: thinkingFrom(d.thinking),
   };
+}
+
+/** Extended thinking → the template's enable_thinking; absent leaves the model's default. The budget is not enforced. */
+function thinkingFrom(t: MessagesRequestDto['thinking']): boolean | undefined {
+  if (t === undefined || t === null) return undefined;
+  if (t.type === 'enabled' || t.type === 'adaptive') {
+    if (t.budget_tokens !== undefined && (!Number.isInteger(t.budget_tokens) || (t.budget_tokens as number) < 1)) {
+      throw new InvalidRequestError('thinking.budget_tokens must be a positive integer');
+    }
+    return true;
+  }
+  if (t.type === 'disabled') return false;
+  throw new InvalidRequestError(`thinking.type must be enabled, disabled or adaptive, got ${JSON.stringify(t.type)}`);
 }
 
 function isEmptyContent(content: unknown): boolean {

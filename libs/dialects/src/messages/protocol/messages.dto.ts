@@ -38,6 +38,8 @@ export class MessagesRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsArray() tools?: MessagesTool[];
   @IsOptional() @IsObject() tool_choice?: MessagesToolChoice;
   @IsOptional() @IsObject() metadata?: Record<string, unknown>;
+  // Extended thinking: enabled/adaptive let a reasoning model think (its default), disabled asks it not to.
+  @IsOptional() @IsObject() thinking?: { type?: unknown; budget_tokens?: unknown };
   // Not part of this dialect; refused with a clear 400 rather than silently dropped.
   @IsOptional() logprobs?: unknown;
 }

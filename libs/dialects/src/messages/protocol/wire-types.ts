@@ -11,6 +11,8 @@ export interface WireUsage {
 }
 
 export type WireContentBlock =
+  /** A reasoning model's thoughts; svc signs nothing, so the signature is empty. */
+  | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown };
 

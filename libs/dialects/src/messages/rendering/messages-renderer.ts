@@ -25,6 +25,7 @@ export class MessagesRenderer {
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireMessage> {
     const c = await collect(events);
     const content: WireContentBlock[] = [];
+    if (c.reasoning) content.push({ type: 'thinking', thinking: c.reasoning, signature: '' });
     // No empty text block: the dialect's API answers content [] when nothing visible came, and
     // refuses an empty text block when a client sends the turn back.
     if (c.text) content.push({ type: 'text', text: c.text });
@@ -42,26 +43,31 @@ export class MessagesRenderer {
     out.event({ type: 'message_start', message: start }, 'message_start');
     out.event({ type: 'ping' }, 'ping');
     let index = 0;
-    let textOpen = false;
-    const openText = (): void => {
-      out.event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, 'content_block_start');
-      textOpen = true;
-    };
+    // The block being written: thoughts come first, then text, then tool calls.
+    let open: 'thinking' | 'text' | undefined;
     const closeBlock = (): void => {
       out.event({ type: 'content_block_stop', index }, 'content_block_stop');
       index++;
+      open = undefined;
+    };
+    const openBlock = (kind: 'thinking' | 'text'): void => {
+      if (open === kind) return;
+      if (open) closeBlock();
+      const block = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
+      out.event({ type: 'content_block_start', index, content_block: block }, 'content_block_start');
+      open = kind;
     };
     for await (const ev of events) {
       if (out.closed) break;
       if (ev.type === 'delta') {
         if (!ev.text) continue;
-        if (!textOpen) openText();
+        openBlock('text');
         out.event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: ev.text } }, 'content_block_delta');
+      } else if (ev.type === 'reasoning') {
+        openBlock('thinking');
+        out.event({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: ev.text } }, 'content_block_delta');
       } else if (ev.type === 'tool_calls') {
-        if (textOpen) {
-          closeBlock();
-          textOpen = false;
-        }
+        if (open) closeBlock();
         for (const call of ev.calls) {
           const block = toolUseBlock(call);
           out.event({ type: 'content_block_start', index, content_block: { ...block, input: {} } }, 'content_block_start');
@@ -69,7 +75,7 @@ export class MessagesRenderer {
           closeBlock();
         }
       } else {
-        if (textOpen) closeBlock();
+        if (open) closeBlock();
         const { reason, sequence } = this.stopOf(ev);
         out.event({ type: 'message_delta', delta: { stop_reason: reason, stop_sequence: sequence }, usage: wireUsage(ev.usage) }, 'message_delta');
         out.event({ type: 'message_stop' }, 'message_stop');

@@ -3,6 +3,7 @@ import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstra
 import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto, ResponseFormat } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
+import { reasoningFrom } from '../../shared/reasoning';
 import { CompletionRequestDto } from '../protocol/completion.dto';
 
 export const CHAT_DEFAULT_MAX_TOKENS = 512;
@@ -20,6 +21,7 @@ export function chatRequestToCore(d: ChatCompletionRequestDto, scope: RequestSco
       tools: d.tools?.map(toCoreTool),
       toolChoice: toolChoice(d.tool_choice),
       parallelToolCalls: d.parallel_tool_calls,
+      ...reasoningFrom(d),
     },
     sampling: samplingFrom(d),
     maxTokens: d.max_completion_tokens ?? d.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS,
@@ -84,6 +86,8 @@ export function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessag
   if (typeof m.name === 'string') out.name = m.name;
   if (Array.isArray(m.tool_calls)) out.tool_calls = m.tool_calls as CoreMessage['tool_calls'];
   if (typeof m.tool_call_id === 'string') out.tool_call_id = m.tool_call_id;
+  // An earlier answer's thoughts, as llama-server takes them back (the template decides whether to show them).
+  if (typeof m.reasoning_content === 'string' && m.reasoning_content) out.reasoning_content = m.reasoning_content;
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
 import { SamplingFieldsDto } from '../../shared/sampling.dto';
 import { IsStringOrObject } from '../../shared/validators';
 
@@ -16,5 +16,10 @@ export class ChatCompletionRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsBoolean() logprobs?: boolean;
   @IsOptional() @IsInt() @Min(0) @Max(20) top_logprobs?: number;
   @IsOptional() @IsInt() n?: number | null;
+  // Reasoning models (llama-server's fields): template variables, effort ("none" = no thinking),
+  // and "none" to keep the thoughts in the content instead of reasoning_content.
+  @IsOptional() @IsObject() chat_template_kwargs?: Record<string, unknown>;
+  @IsOptional() @ValidateIf((_o, v) => v !== null) @IsString() reasoning_effort?: string | null;
+  @IsOptional() @IsString() reasoning_format?: string;
   // user and stream_options are ignored (spec), whatever their type: not declared here.
 }

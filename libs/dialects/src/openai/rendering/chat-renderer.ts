@@ -23,7 +23,13 @@ export class ChatRenderer {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: toolCalls.length && !c.text ? null : c.text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+          message: {
+            role: 'assistant',
+            content: toolCalls.length && !c.text ? null : c.text,
+            // llama-server's field for a reasoning model's thoughts (reasoning_format deepseek).
+            ...(c.reasoning ? { reasoning_content: c.reasoning } : {}),
+            ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          },
           logprobs: c.logprobs.length ? { content: c.logprobs.map(wireLogprob) } : null,
           finish_reason: c.done.finishReason,
         },
@@ -39,6 +45,8 @@ export class ChatRenderer {
       if (out.closed) break;
       if (ev.type === 'delta') {
         if (ev.text) out.event(this.chunk({ content: ev.text }, null));
+      } else if (ev.type === 'reasoning') {
+        out.event(this.chunk({ reasoning_content: ev.text }, null));
       } else if (ev.type === 'tool_calls') {
         out.event(this.chunk({ tool_calls: ev.calls.map((c) => ({ index: c.index, ...wireToolCall(c) })) }, null));
       } else {

@@ -17,9 +17,14 @@ export function inputToCore(input: string | ResponsesInputItem[]): CoreMessage[]
     const at = `input[${i}]`;
     if (!item || typeof item !== 'object' || Array.isArray(item)) throw new InvalidRequestError(`cannot parse request: ${at} must be an object`);
     switch (item.type ?? 'message') {
-      case 'message':
-        out.push(messageToCore(item, at));
+      case 'message': {
+        const msg = messageToCore(item, at);
+        const last = out[out.length - 1];
+        // The answer after its reasoning item is one turn.
+        if (msg.role === 'assistant' && last?.role === 'assistant' && last.reasoning_content !== undefined && last.content === '' && !last.tool_calls) out[out.length - 1] = { ...msg, reasoning_content: last.reasoning_content };
+        else out.push(msg);
         break;
+      }
       case 'function_call': {
         const call = { id: str(item.call_id, `${at}.call_id`), type: 'function' as const, function: { name: str(item.name, `${at}.name`), arguments: str(item.arguments, `${at}.arguments`) } };
         const last = out[out.length - 1];
@@ -30,8 +35,12 @@ export function inputToCore(input: string | ResponsesInputItem[]): CoreMessage[]
       case 'function_call_output':
         out.push({ role: 'tool', tool_call_id: str(item.call_id, `${at}.call_id`), content: outputText(item.output, `${at}.output`) });
         break;
-      case 'reasoning':
-        break; // this server produces no reasoning items; nothing to show the model
+      case 'reasoning': {
+        // An earlier answer's thoughts: they go with the assistant turn that follows (the template decides whether to show them).
+        const text = Array.isArray(item.content) ? item.content.map((p) => (typeof (p as { text?: unknown })?.text === 'string' ? (p as { text: string }).text : '')).join('') : '';
+        if (text) out.push({ role: 'assistant', content: '', reasoning_content: text });
+        break;
+      }
       default:
         throw new InvalidRequestError(`cannot parse request: ${at}.type must be message, function_call or function_call_output, got ${JSON.stringify(item.type)}`);
     }

@@ -3,6 +3,7 @@ import { ContextRef, CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, O
 import { constraintFrom, optionalText, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ResponsesRequestDto, ResponsesTextFormat, ResponsesTool } from '../protocol/responses.dto';
 import { inputToCore } from './input-items.mapper';
+import { reasoningFrom } from '../../shared/reasoning';
 
 export const RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS = 1024;
 
@@ -37,7 +38,7 @@ export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn 
     input,
     request: {
       model: d.model ?? '',
-      prompt: { kind: 'chat', messages, tools, toolChoice: choice, parallelToolCalls: d.parallel_tool_calls },
+      prompt: { kind: 'chat', messages, tools, toolChoice: choice, parallelToolCalls: d.parallel_tool_calls, ...reasoningFrom({ reasoning_effort: d.reasoning?.effort }, 'reasoning.effort') },
       sampling: samplingFrom(d),
       maxTokens: d.max_output_tokens ?? RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS,
       stop: stopsFrom(d.stop),

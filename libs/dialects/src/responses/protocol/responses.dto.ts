@@ -32,6 +32,8 @@ export class ResponsesRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsBoolean() parallel_tool_calls?: boolean;
   @IsOptional() @IsObject() text?: { format?: ResponsesTextFormat };
   @IsOptional() @IsObject() metadata?: Record<string, string>;
+  // A reasoning model's effort ("none" = no thinking); the summary is not produced here.
+  @IsOptional() @IsObject() reasoning?: { effort?: string | null; summary?: unknown };
   // Read by nobody, accepted for compatibility with the official clients.
   @IsOptional() @IsString() user?: string;
 }

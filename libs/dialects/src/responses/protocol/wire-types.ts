@@ -24,7 +24,16 @@ export interface WireFunctionCallItem {
   status: 'in_progress' | 'completed' | 'incomplete';
 }
 
-export type WireOutputItem = WireMessageItem | WireFunctionCallItem;
+/** A reasoning model's thoughts, as reasoning text (nothing is summarised or encrypted here). */
+export interface WireReasoningItem {
+  id: string;
+  type: 'reasoning';
+  summary: unknown[];
+  content: Array<{ type: 'reasoning_text'; text: string }>;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+export type WireOutputItem = WireReasoningItem | WireMessageItem | WireFunctionCallItem;
 
 export interface WireResponseUsage {
   input_tokens: number;

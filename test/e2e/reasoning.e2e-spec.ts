@@ -1,0 +1,225 @@
+/**
+ * Reasoning models: a template that opens a think block (Qwen3.5's, on a synthetic model) has its
+ * thoughts parsed out by llama.cpp's chat parser and returned apart from the answer in every
+ * dialect: reasoning_content (chat completions, as llama-server), thinking blocks (messages),
+ * `thinking` (local runner), a reasoning item (Responses). Thinking is switched off by each
+ * dialect's own field. A grammar writes a known "thoughts, then answer" text; greedy output of
+ * the random model is checked against the same prompt continued raw.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { Ollama } from 'ollama';
+import OpenAI from 'openai';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { syntheticModel } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+/** The output a grammar forces: thoughts, the template's closing tag, then the answer. */
+const SCRIPTED = { svc_grammar: 'root ::= "I ponder.\\n</think>\\n\\nHello there."' };
+const THOUGHTS = 'I ponder.\n';
+const ANSWER = 'Hello there.';
+/** Qwen3.5's prompt for one user turn: the generation prompt opens the think block unless thinking is off. */
+const OPENED = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n';
+const CLOSED = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
+const hi = [{ role: 'user' as const, content: 'hi' }];
+
+describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () => {
+  let srv: RunningServer;
+  let openai: OpenAI;
+  let anthropic: Anthropic;
+  let ollama: Ollama;
+  /** The raw continuation of a prompt, greedy: what the thoughts (or answer) must be. */
+  const raw = async (prompt: string, n: number) => (await openai.completions.create({ model: 'thinker', prompt, max_tokens: n, temperature: 0 })).choices[0].text;
+
+  beforeAll(async () => {
+    const store = mkdtempSync(join(tmpdir(), 'svc-reasoning-'));
+    copyFileSync(syntheticModel('thinker-tiny'), join(store, 'thinker.gguf'));
+    copyFileSync(syntheticModel('qwen2.5-tiny'), join(store, 'plain.gguf'));
+    srv = await startServer(['-threads', '2', '-store', store, '-m', 'thinker'], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'ollama-')) } });
+    openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused' });
+    anthropic = new Anthropic({ baseURL: srv.url, apiKey: 'unused' });
+    ollama = new Ollama({ host: srv.url });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  describe('chat completions', () => {
+    it('returns the thoughts as reasoning_content and the answer as content, streamed or not', async () => {
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, ...SCRIPTED } as never) as OpenAI.ChatCompletion;
+      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      expect([msg.reasoning_content, msg.content, r.choices[0].finish_reason]).toEqual([THOUGHTS, ANSWER, 'stop']);
+
+      const stream = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, stream: true, ...SCRIPTED } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
+      const kinds: string[] = [];
+      let thoughts = '';
+      let answer = '';
+      for await (const chunk of stream) {
+        const d = chunk.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+        if (d?.reasoning_content) (thoughts += d.reasoning_content), kinds.push('r');
+        if (d?.content) (answer += d.content), kinds.push('c');
+      }
+      expect([thoughts, answer]).toEqual([THOUGHTS, ANSWER]);
+      // Every thought comes before the first word of the answer.
+      expect(kinds.join('')).toMatch(/^r+c+$/);
+    });
+
+    it('greedy thoughts are the prompt continued raw; the opened think block is not in them', async () => {
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0 });
+      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      expect(msg.content).toBe('');
+      expect(msg.reasoning_content).toBe(await raw(OPENED, 8));
+      expect(r.choices[0].finish_reason).toBe('length');
+    });
+
+    it('reasoning_effort "none" and chat_template_kwargs.enable_thinking false close the think block: the output is the answer', async () => {
+      const on = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0 });
+      const want = await raw(CLOSED, 8);
+      for (const extra of [{ reasoning_effort: 'none' }, { chat_template_kwargs: { enable_thinking: false } }]) {
+        const off = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0, ...extra } as never) as OpenAI.ChatCompletion;
+        const msg = off.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+        expect([msg.content, msg.reasoning_content]).toEqual([want, undefined]);
+        // "\n\n</think>\n\n" more in the prompt.
+        expect(off.usage!.prompt_tokens).toBeGreaterThan(on.usage!.prompt_tokens);
+      }
+    });
+
+    it('reasoning_format "none" leaves the thoughts in the content, the opened tag in front', async () => {
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, reasoning_format: 'none', ...SCRIPTED } as never) as OpenAI.ChatCompletion;
+      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      expect([msg.content, msg.reasoning_content]).toEqual([`<think>\n${THOUGHTS}</think>\n\n${ANSWER}`, undefined]);
+    });
+
+    it('with tools offered the thoughts still come back (the call parser used to drop them)', async () => {
+      const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, tools, max_tokens: 8, temperature: 0 });
+      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      expect(msg.reasoning_content?.length).toBeGreaterThan(0);
+      expect([msg.content, msg.tool_calls, r.choices[0].finish_reason]).toEqual(['', undefined, 'length']);
+    });
+
+    it('an earlier answer\'s reasoning_content goes back to the template', async () => {
+      // Qwen3.5 shows the thoughts of assistant turns after the last user message (a tool round).
+      const turn = (reasoning?: string) => [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: '', ...(reasoning ? { reasoning_content: reasoning } : {}), tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+      ];
+      const count = async (messages: unknown[]) => (await postJson(`${srv.url}/v1/chat/completions`, { messages, max_tokens: 1 })).json.usage.prompt_tokens as number;
+      expect(await count(turn('Paris is the city asked about.'))).toBeGreaterThan(await count(turn()));
+    });
+
+    it('bad reasoning fields are 400s naming the field', async () => {
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ reasoning_effort: 'huge' }, /reasoning_effort must be one of/],
+        [{ chat_template_kwargs: { enable_thinking: 'no' } }, /chat_template_kwargs.enable_thinking must be a boolean/],
+        [{ reasoning_format: 'verbose' }, /reasoning_format must be/],
+      ];
+      for (const [extra, message] of cases) {
+        const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 1, ...extra });
+        expect(r.status).toBe(400);
+        expect(r.json.error).toMatchObject({ type: 'Bad Request', message: expect.stringMatching(message) });
+      }
+    });
+
+    it('a model whose template has no think block answers as before: no reasoning_content', async () => {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { model: 'plain', messages: hi, max_tokens: 8, temperature: 0 });
+      expect(r.status).toBe(200);
+      expect(r.json.choices[0].message).not.toHaveProperty('reasoning_content');
+      expect(r.json.choices[0].message.content.length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('messages', () => {
+    it('a thinking block, then the text block, in the answer and in the event stream', async () => {
+      const params = { model: 'thinker', max_tokens: 40, messages: hi, temperature: 0, ...SCRIPTED } as Anthropic.MessageCreateParamsNonStreaming;
+      const m = await anthropic.messages.create(params);
+      expect(m.content).toEqual([
+        { type: 'thinking', thinking: THOUGHTS, signature: '' },
+        { type: 'text', text: ANSWER },
+      ]);
+      const stream = anthropic.messages.stream(params as Anthropic.MessageStreamParams);
+      const starts: string[] = [];
+      stream.on('streamEvent', (e) => {
+        if (e.type === 'content_block_start') starts.push(`${e.index}:${e.content_block.type}`);
+      });
+      const final = await stream.finalMessage();
+      expect(final.content).toEqual(m.content);
+      expect(starts).toEqual(['0:thinking', '1:text']);
+    });
+
+    it('thinking disabled closes the think block; enabled (with a budget) is the default; a bad type is a 400', async () => {
+      const base = { model: 'thinker', max_tokens: 8, messages: hi, temperature: 0 };
+      const on = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 1024 } } as Anthropic.MessageCreateParamsNonStreaming);
+      expect(on.content.map((b) => b.type)).toEqual(['thinking']);
+      expect((on.content[0] as Anthropic.ThinkingBlock).thinking).toBe(await raw(OPENED, 8));
+      const off = await anthropic.messages.create({ ...base, thinking: { type: 'disabled' } } as Anthropic.MessageCreateParamsNonStreaming);
+      expect(off.content).toEqual([{ type: 'text', text: await raw(CLOSED, 8) }]);
+      const bad = await postJson(`${srv.url}/v1/messages`, { ...base, thinking: { type: 'sometimes' } });
+      expect([bad.status, bad.json.error.message]).toEqual([400, 'thinking.type must be enabled, disabled or adaptive, got "sometimes"']);
+    });
+  });
+
+  describe('local runner', () => {
+    it('/api/chat and /api/generate put the thoughts in `thinking`; think false answers without them', async () => {
+      const options = { temperature: 0, num_predict: 6 };
+      const thoughts = await raw(OPENED, 6);
+      const chat = await ollama.chat({ model: 'thinker', messages: hi, stream: false, options });
+      expect([chat.message.thinking, chat.message.content]).toEqual([thoughts, '']);
+      const gen = await ollama.generate({ model: 'thinker', prompt: 'hi', stream: false, options });
+      expect([gen.thinking, gen.response]).toEqual([thoughts, '']);
+
+      let streamed = '';
+      for await (const part of await ollama.chat({ model: 'thinker', messages: hi, stream: true, options })) {
+        streamed += part.message.thinking ?? '';
+        expect(part.message.content).toBe('');
+      }
+      expect(streamed).toBe(thoughts);
+
+      const off = await ollama.chat({ model: 'thinker', messages: hi, think: false, stream: false, options });
+      expect([off.message.thinking, off.message.content]).toEqual([undefined, await raw(CLOSED, 6)]);
+      const bad = await postJson(`${srv.url}/api/chat`, { model: 'thinker', messages: hi, think: 'extreme' });
+      expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^think must be true, false/)]);
+    });
+
+    it('/api/show lists the thinking capability for a template with a think block only', async () => {
+      expect((await ollama.show({ model: 'thinker' })).capabilities).toContain('thinking');
+      expect((await ollama.show({ model: 'plain' })).capabilities).not.toContain('thinking');
+    });
+  });
+
+  describe('responses', () => {
+    it('a reasoning item comes before the message, in the answer and in the event stream, and a chain continues', async () => {
+      const body = { model: 'thinker', input: 'hi', max_output_tokens: 40, temperature: 0, ...SCRIPTED } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+      const r = await openai.responses.create(body);
+      expect(r.output.map((i) => i.type)).toEqual(['reasoning', 'message']);
+      expect((r.output[0] as OpenAI.Responses.ResponseReasoningItem).content).toEqual([{ type: 'reasoning_text', text: THOUGHTS }]);
+      expect([r.output_text, r.status]).toEqual([ANSWER, 'completed']);
+
+      const stream = openai.responses.stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming);
+      let thoughts = '';
+      stream.on('response.reasoning_text.delta', (e) => (thoughts += e.delta));
+      const final = await stream.finalResponse();
+      expect(thoughts).toBe(THOUGHTS);
+      expect(final.output.map((i) => i.type)).toEqual(['reasoning', 'message']);
+      expect(final.output_text).toBe(ANSWER);
+
+      // The next turn carries the answer (thoughts included) on; the reasoning item is also taken back as input.
+      const next = await openai.responses.create({ model: 'thinker', previous_response_id: r.id, input: 'more', max_output_tokens: 2 });
+      expect(next.status).toBe('incomplete');
+      const manual = await openai.responses.create({ model: 'thinker', input: [{ role: 'user', content: 'hi' }, ...(r.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'more' }], max_output_tokens: 2, store: false });
+      expect(manual.usage!.input_tokens).toBe(next.usage!.input_tokens);
+    });
+
+    it('thoughts cut by max_output_tokens are the incomplete item; reasoning.effort none answers without them', async () => {
+      const cut = await openai.responses.create({ model: 'thinker', input: 'hi', max_output_tokens: 4, temperature: 0, store: false });
+      expect([cut.status, cut.output.map((i) => `${i.type}:${(i as { status?: string }).status}`)]).toEqual(['incomplete', ['reasoning:incomplete']]);
+      const off = await openai.responses.create({ model: 'thinker', input: 'hi', max_output_tokens: 4, temperature: 0, store: false, reasoning: { effort: 'none' } } as never) as OpenAI.Responses.Response;
+      expect(off.output.map((i) => i.type)).toEqual(['message']);
+      expect(off.output_text).toBe(await raw(CLOSED, 4));
+    });
+  });
+});
