@@ -9,11 +9,29 @@
 #include <algorithm>
 #include <cmath>
 
+// The think block's tags, as tools/server passes them (server-common.cpp "reasoning_budget_*"):
+// llama.cpp's budget sampler then ends the block after `budget` tokens of thought (-1: never),
+// and keeps a lazy tool grammar from triggering inside the thoughts. The generation prompt is
+// fed to it first, so a block the prompt opened counts as open.
+static void applyThinking(common_params_sampling & sp, const ChatPromptState & chat, const llama_vocab * vocab, int32_t budget) {
+  const auto & cp = chat.params;
+  if (cp.thinking_start_tag.empty() || cp.thinking_end_tags.empty()) return;
+  sp.generation_prompt = cp.generation_prompt;
+  sp.reasoning_budget_start = common_tokenize(vocab, cp.thinking_start_tag, false, true);
+  sp.reasoning_budget_end.clear();
+  for (const auto & tag : cp.thinking_end_tags) {
+    if (!tag.empty()) sp.reasoning_budget_end.push_back(common_tokenize(vocab, tag, false, true));
+  }
+  if (!sp.reasoning_budget_end.empty()) sp.reasoning_budget_forced = sp.reasoning_budget_end.front();
+  sp.reasoning_budget_tokens = budget;
+}
+
 // Grammar triggers / preserved tokens from chat params, converted exactly as
 // tools/server does (server-schema.cpp "preserved_tokens"/"grammar_triggers").
 static void applyChat(common_params_sampling & sp, const ChatPromptState & chat, const llama_vocab * vocab) {
   const auto & cp = chat.params;
   sp.generation_prompt = cp.generation_prompt;
+  applyThinking(sp, chat, vocab, -1);
   if (cp.grammar.empty()) return;
   sp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_TOOL_CALLS, cp.grammar);
   sp.grammar_lazy = cp.grammar_lazy;
@@ -145,6 +163,11 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   if (hasGrammar && hasSchema) throwType(env, "grammar and jsonSchema are mutually exclusive");
   try {
     if (hasOpt(o, "chat")) applyChat(sp, *unwrapChatPrompt(o.Get("chat")), vocab);
+    if (hasOpt(o, "thinkingOf")) {
+      const double budget = optNumber(o, "thinkingBudget", -1);
+      if (!(budget >= -1 && budget <= INT32_MAX) || budget != std::floor(budget)) throwRange(env, "thinkingBudget must be an integer from -1");
+      applyThinking(sp, *unwrapChatPrompt(o.Get("thinkingOf")), vocab, (int32_t) budget);
+    }
   } catch (const Napi::Error &) {
     throw;
   } catch (const std::exception & e) {

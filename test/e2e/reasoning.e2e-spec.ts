@@ -77,7 +77,8 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
 
     it('reasoning_effort "none" and chat_template_kwargs.enable_thinking false close the think block: the output is the answer', async () => {
       const on = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0 });
-      const want = await raw(CLOSED, 8);
+      // llama.cpp's parser trims the answer's leading whitespace (after </think>).
+      const want = (await raw(CLOSED, 8)).trimStart();
       for (const extra of [{ reasoning_effort: 'none' }, { chat_template_kwargs: { enable_thinking: false } }]) {
         const off = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0, ...extra } as never) as OpenAI.ChatCompletion;
         const msg = off.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
@@ -85,6 +86,16 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
         // "\n\n</think>\n\n" more in the prompt.
         expect(off.usage!.prompt_tokens).toBeGreaterThan(on.usage!.prompt_tokens);
       }
+    });
+
+    it('reasoning_budget_tokens closes the think block after that many tokens of thought; the answer follows', async () => {
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0, reasoning_budget_tokens: 3 } as never) as OpenAI.ChatCompletion;
+      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+      // The budget counts from the opening tag, so the generation prompt's newline after it is one of the 3 (as in llama.cpp).
+      expect(msg.reasoning_content).toBe(await raw(OPENED, 2));
+      // 2 thoughts, the forced </think>, then 5 tokens of answer: the prompt with that text continued.
+      expect(msg.content).toBe((await raw(`${OPENED}${msg.reasoning_content}</think>`, 5)).trimStart());
+      expect(msg.content!.length).toBeGreaterThan(0);
     });
 
     it('reasoning_format "none" leaves the thoughts in the content, the opened tag in front', async () => {
@@ -151,13 +162,16 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(starts).toEqual(['0:thinking', '1:text']);
     });
 
-    it('thinking disabled closes the think block; enabled (with a budget) is the default; a bad type is a 400', async () => {
+    it('thinking disabled closes the think block; enabled is the default, its budget_tokens enforced; a bad type is a 400', async () => {
       const base = { model: 'thinker', max_tokens: 8, messages: hi, temperature: 0 };
       const on = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 1024 } } as Anthropic.MessageCreateParamsNonStreaming);
       expect(on.content.map((b) => b.type)).toEqual(['thinking']);
       expect((on.content[0] as Anthropic.ThinkingBlock).thinking).toBe(await raw(OPENED, 8));
+      const budgeted = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 3 } } as Anthropic.MessageCreateParamsNonStreaming);
+      expect(budgeted.content.map((b) => b.type)).toEqual(['thinking', 'text']);
+      expect((budgeted.content[0] as Anthropic.ThinkingBlock).thinking).toBe(await raw(OPENED, 2));
       const off = await anthropic.messages.create({ ...base, thinking: { type: 'disabled' } } as Anthropic.MessageCreateParamsNonStreaming);
-      expect(off.content).toEqual([{ type: 'text', text: await raw(CLOSED, 8) }]);
+      expect(off.content).toEqual([{ type: 'text', text: (await raw(CLOSED, 8)).trimStart() }]);
       const bad = await postJson(`${srv.url}/v1/messages`, { ...base, thinking: { type: 'sometimes' } });
       expect([bad.status, bad.json.error.message]).toEqual([400, 'thinking.type must be enabled, disabled or adaptive, got "sometimes"']);
     });
@@ -180,7 +194,7 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(streamed).toBe(thoughts);
 
       const off = await ollama.chat({ model: 'thinker', messages: hi, think: false, stream: false, options });
-      expect([off.message.thinking, off.message.content]).toEqual([undefined, await raw(CLOSED, 6)]);
+      expect([off.message.thinking, off.message.content]).toEqual([undefined, (await raw(CLOSED, 6)).trimStart()]);
       const bad = await postJson(`${srv.url}/api/chat`, { model: 'thinker', messages: hi, think: 'extreme' });
       expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^think must be true, false/)]);
     });
@@ -219,7 +233,7 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([cut.status, cut.output.map((i) => `${i.type}:${(i as { status?: string }).status}`)]).toEqual(['incomplete', ['reasoning:incomplete']]);
       const off = await openai.responses.create({ model: 'thinker', input: 'hi', max_output_tokens: 4, temperature: 0, store: false, reasoning: { effort: 'none' } } as never) as OpenAI.Responses.Response;
       expect(off.output.map((i) => i.type)).toEqual(['message']);
-      expect(off.output_text).toBe(await raw(CLOSED, 4));
+      expect(off.output_text).toBe((await raw(CLOSED, 4)).trimStart());
     });
   });
 });

@@ -11,7 +11,7 @@ import { LoadedModel } from './models/loaded-model';
 import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { withModelDefaults, withModelSystem } from './models/model-defaults';
-import { renderPrompt } from './prompt/prompt-renderer';
+import { renderPrompt, RenderedPrompt } from './prompt/prompt-renderer';
 
 /** The -lexicon word list, when the server loaded one. */
 export const LEXICON = Symbol('LEXICON');
@@ -79,6 +79,7 @@ export class EngineService implements OnApplicationShutdown {
         ...samplerOptions(req.sampling, constraint),
         // The chat params carry the tool grammar and its triggers.
         chat: rendered.toolGrammar ? rendered.chat : undefined,
+        ...thinkingBudget(req.prompt, rendered),
       });
     } catch (err) {
       // llama.cpp feeds a prefill to a call-or-JSON grammar that is not lazy (tools with a JSON
@@ -171,6 +172,12 @@ export class EngineService implements OnApplicationShutdown {
   private refuseEncoder(lm: LoadedModel): void {
     if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
   }
+}
+
+/** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */
+function thinkingBudget(p: PromptInput, rendered: RenderedPrompt): Pick<NativeSamplerOptions, 'thinkingOf' | 'thinkingBudget'> {
+  if (p.kind !== 'chat' || p.thinkingBudget === undefined || !rendered.chat?.supportsThinking) return {};
+  return { thinkingOf: rendered.chat, thinkingBudget: p.thinkingBudget };
 }
 
 /** Tries of one request on models retired under it before the refusal stands (each retry re-resolves the name). */

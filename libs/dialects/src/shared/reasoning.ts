@@ -2,7 +2,7 @@ import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { PromptInput } from '../../../engine/src/core/generation-request';
 
 type ChatPrompt = Extract<PromptInput, { kind: 'chat' }>;
-export type ReasoningFields = Pick<ChatPrompt, 'thinking' | 'splitReasoning' | 'templateKwargs'>;
+export type ReasoningFields = Pick<ChatPrompt, 'thinking' | 'thinkingBudget' | 'splitReasoning' | 'templateKwargs'>;
 
 const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 
@@ -12,8 +12,13 @@ const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
  * reasoning_effort "none" turns thinking off and any other effort is a template variable
  * (gpt-oss reads it), reasoning_format "none" leaves the thoughts in the text.
  */
-export function reasoningFrom(d: { chat_template_kwargs?: Record<string, unknown>; reasoning_effort?: string | null; reasoning_format?: string }, effortField = 'reasoning_effort'): ReasoningFields {
+export function reasoningFrom(
+  d: { chat_template_kwargs?: Record<string, unknown>; reasoning_effort?: string | null; reasoning_format?: string; reasoning_budget_tokens?: number; thinking_budget_tokens?: number },
+  effortField = 'reasoning_effort',
+): ReasoningFields {
   const out: ReasoningFields = {};
+  const budget = d.reasoning_budget_tokens ?? d.thinking_budget_tokens;
+  if (budget !== undefined && budget >= 0) out.thinkingBudget = budget;
   const kwargs = { ...(d.chat_template_kwargs ?? {}) };
   if ('enable_thinking' in kwargs) {
     const v = kwargs.enable_thinking;

@@ -161,6 +161,9 @@ export interface NativeSamplerOptions {
   jsonSchema?: string;
   /** Use the chat prompt's grammar (tool calls), lazy triggers and preserved tokens. */
   chat?: NativeChatPrompt;
+  /** End this chat prompt's think block after thinkingBudget tokens of thought (llama.cpp's budget sampler). */
+  thinkingOf?: NativeChatPrompt;
+  thinkingBudget?: number;
   ignoreEos?: boolean;
 }
 

@@ -54,6 +54,8 @@ export type PromptInput =
       plainWithoutTemplate?: boolean;
       /** The template's enable_thinking: false asks a reasoning model to answer without thinking (default: the template's). */
       thinking?: boolean;
+      /** Tokens of thought before the think block is closed for the model (llama.cpp's reasoning budget); absent = no limit. */
+      thinkingBudget?: number;
       /** Return the model's thoughts apart from the content (default true; false leaves them in the text). */
       splitReasoning?: boolean;
       /** Extra template variables (llama-server's chat_template_kwargs, e.g. reasoning_effort). */

@@ -72,7 +72,7 @@ export class SamplerPool {
 
 /** The options as a key, or undefined when the sampler may not be reused (a grammar, a chat prompt's). */
 function poolKey(opts: NativeSamplerOptions): string | undefined {
-  if (opts.grammar !== undefined || opts.jsonSchema !== undefined || opts.chat !== undefined) return undefined;
+  if (opts.grammar !== undefined || opts.jsonSchema !== undefined || opts.chat !== undefined || opts.thinkingOf !== undefined) return undefined;
   // -Infinity (a ban) and NaN would both print as null.
   return JSON.stringify(opts, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
 }

@@ -59,20 +59,24 @@ export function messagesPromptToCore(d: Pick<MessagesRequestDto, 'system' | 'mes
     // The dialect allows parallel calls unless the caller disables them.
     parallelToolCalls: tools?.length ? !(d.tool_choice?.disable_parallel_tool_use ?? false) : undefined,
     continueFinal: prefill,
-    thinking: thinkingFrom(d.thinking),
+    ...thinkingFrom(d.thinking),
   };
 }
 
-/** Extended thinking → the template's enable_thinking; absent leaves the model's default. The budget is not enforced. */
-function thinkingFrom(t: MessagesRequestDto['thinking']): boolean | undefined {
-  if (t === undefined || t === null) return undefined;
+/**
+ * Extended thinking → the template's enable_thinking; absent leaves the model's default. A
+ * budget closes the think block after that many tokens of thought.
+ */
+function thinkingFrom(t: MessagesRequestDto['thinking']): { thinking?: boolean; thinkingBudget?: number } {
+  if (t === undefined || t === null) return {};
   if (t.type === 'enabled' || t.type === 'adaptive') {
-    if (t.budget_tokens !== undefined && (!Number.isInteger(t.budget_tokens) || (t.budget_tokens as number) < 1)) {
+    if (t.budget_tokens === undefined || t.budget_tokens === null) return { thinking: true };
+    if (!Number.isInteger(t.budget_tokens) || (t.budget_tokens as number) < 1) {
       throw new InvalidRequestError('thinking.budget_tokens must be a positive integer');
     }
-    return true;
+    return { thinking: true, thinkingBudget: t.budget_tokens as number };
   }
-  if (t.type === 'disabled') return false;
+  if (t.type === 'disabled') return { thinking: false };
   throw new InvalidRequestError(`thinking.type must be enabled, disabled or adaptive, got ${JSON.stringify(t.type)}`);
 }
 

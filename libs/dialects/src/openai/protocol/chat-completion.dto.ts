@@ -21,5 +21,8 @@ export class ChatCompletionRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsObject() chat_template_kwargs?: Record<string, unknown>;
   @IsOptional() @ValidateIf((_o, v) => v !== null) @IsString() reasoning_effort?: string | null;
   @IsOptional() @IsString() reasoning_format?: string;
+  // Tokens of thought before the think block is closed (llama-server's names; -1 = no limit).
+  @IsOptional() @IsInt() @Min(-1) reasoning_budget_tokens?: number;
+  @IsOptional() @IsInt() @Min(-1) thinking_budget_tokens?: number;
   // user and stream_options are ignored (spec), whatever their type: not declared here.
 }
