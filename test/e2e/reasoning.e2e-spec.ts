@@ -162,6 +162,14 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(starts).toEqual(['0:thinking', '1:text']);
     });
 
+    it('a final assistant turn of thoughts is a prefill: the thinking block holds only their continuation', async () => {
+      const m = await anthropic.messages.create({
+        model: 'thinker', max_tokens: 6, temperature: 0,
+        messages: [...hi, { role: 'assistant', content: [{ type: 'thinking', thinking: 'Let me see', signature: '' }] }],
+      } as Anthropic.MessageCreateParamsNonStreaming);
+      expect(m.content).toEqual([{ type: 'thinking', thinking: await raw(`${OPENED}Let me see`, 6), signature: '' }]);
+    });
+
     it('thinking disabled closes the think block; enabled is the default, its budget_tokens enforced; a bad type is a 400', async () => {
       const base = { model: 'thinker', max_tokens: 8, messages: hi, temperature: 0 };
       const on = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 1024 } } as Anthropic.MessageCreateParamsNonStreaming);

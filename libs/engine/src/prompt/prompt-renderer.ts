@@ -111,19 +111,27 @@ function firstCallOnly(parser: OutputParser): OutputParser {
 function withoutPrefill(parser: OutputParser, prompt: PromptInput): OutputParser {
   const last = prompt.kind === 'chat' && prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
   const text = last ? (textOnly(last).content as string) : '';
-  if (!text) return parser;
-  // The parser may trim the content's leading whitespace.
-  const forms = [text, text.trimStart()].filter((f) => f !== '');
+  // A prefill may also be thoughts (a thinking block): the parser reads them back as reasoning.
+  const thought = last?.reasoning_content ?? '';
+  if (!text && !thought) return parser;
   return {
     parse(output, partial) {
       const out = parser.parse(output, partial);
-      for (const f of forms) {
-        if (out.content.startsWith(f)) return { ...out, content: out.content.slice(f.length) };
-        if (f.startsWith(out.content)) return { ...out, content: '' };
-      }
-      return out;
+      const content = withoutPrefix(out.content, text);
+      const reasoning = out.reasoningContent && thought ? withoutPrefix(out.reasoningContent, thought) : out.reasoningContent;
+      return content === out.content && reasoning === out.reasoningContent ? out : { ...out, content, reasoningContent: reasoning };
     },
   };
+}
+
+/** `text` less the client's own prefilled `prefix` (the parser may have trimmed its leading whitespace). */
+function withoutPrefix(text: string, prefix: string): string {
+  for (const f of [prefix, prefix.trimStart()]) {
+    if (f === '') continue;
+    if (text.startsWith(f)) return text.slice(f.length);
+    if (f.startsWith(text)) return '';
+  }
+  return text;
 }
 
 /**
