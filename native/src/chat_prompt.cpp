@@ -148,6 +148,19 @@ ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatP
   auto preserved = Napi::Int32Array::New(env, st_->preservedTokens.size());
   for (size_t i = 0; i < st_->preservedTokens.size(); i++) preserved[i] = st_->preservedTokens[i];
   ro("preservedTokens", preserved);
+  // What starts a call under a lazy grammar: the output from there on is call syntax.
+  auto triggers = Napi::Array::New(env, p.grammar_triggers.size());
+  for (size_t i = 0; i < p.grammar_triggers.size(); i++) {
+    const auto & t = p.grammar_triggers[i];
+    auto o = Napi::Object::New(env);
+    const char * kind = t.type == COMMON_GRAMMAR_TRIGGER_TYPE_WORD ? "word"
+                      : t.type == COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN ? "pattern"
+                      : t.type == COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL ? "pattern_full" : "token";
+    o.Set("kind", kind);
+    o.Set("value", t.value);
+    triggers.Set((uint32_t) i, o);
+  }
+  ro("callTriggers", triggers);
 }
 
 Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {

@@ -40,6 +40,8 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
     expect(r.object).toBe('chat.completion');
     expect(r.model).toBe('stories260K');
     expect(r.choices[0].message.role).toBe('assistant');
+    // The client's type requires it, as the API always sends it.
+    expect(r.choices[0].message.refusal).toBeNull();
     expect(typeof r.choices[0].message.content).toBe('string');
     expect(['stop', 'length']).toContain(r.choices[0].finish_reason);
     const u = r.usage as any;

@@ -117,7 +117,7 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expectValidCall(await client.chat.completions.create({ ...body, parallel_tool_calls: false }));
   });
 
-  it('a call cut by max_tokens or a stop string is dropped, never sent with broken arguments; a cut answer says length', async () => {
+  it('a call cut by max_tokens is dropped, never sent with broken arguments; a cut answer says length', async () => {
     const body = { model: '', messages: USER, tools: TOOLS, tool_choice: 'required' as const, max_tokens: 200, temperature: 0 };
     const whole = await client.chat.completions.create({ ...body, parallel_tool_calls: true });
     expect(whole.choices[0].message.tool_calls!.length).toBeGreaterThan(1);
@@ -127,12 +127,32 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     const kept = (cut.choices[0].message.tool_calls ?? []) as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
     expect(kept.length).toBeLessThan(whole.choices[0].message.tool_calls!.length);
     for (const c of kept) expect(validArgs[c.function.name](JSON.parse(c.function.arguments))).toBe(true);
-    // Every call holds a quote: the stop string ends the answer inside it.
-    const stopped = await client.chat.completions.create({ ...body, stop: ['"'] });
-    expect([stopped.choices[0].finish_reason, stopped.choices[0].message.tool_calls]).toEqual(['stop', undefined]);
-    const deltas: unknown[] = [];
-    for await (const chunk of await client.chat.completions.create({ ...body, stop: ['"'], stream: true })) deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
-    expect(deltas).toEqual([]);
+  });
+
+  it('stop strings never cut a forced call: it is call syntax from its first token (a "\\n" stop lost every call)', async () => {
+    const body = { model: '', messages: USER, tools: TOOLS, max_tokens: 200, temperature: 0 };
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }] as const) {
+      const whole = await client.chat.completions.create({ ...body, tool_choice });
+      expect(whole.choices[0].finish_reason).toBe('tool_calls');
+      for (const stop of [['\n'], ['"'], ['\n\n', 'city']]) {
+        const stopped = await client.chat.completions.create({ ...body, tool_choice, stop });
+        expect([stop, stopped.choices[0].finish_reason, stopped.choices[0].message.tool_calls]).toEqual([stop, 'tool_calls', whole.choices[0].message.tool_calls!.map((c) => ({ ...c, id: expect.any(String) }))]);
+      }
+      const deltas: Array<{ function?: { arguments?: string } }> = [];
+      for await (const chunk of await client.chat.completions.create({ ...body, tool_choice, stop: ['\n'], stream: true })) deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
+      expect(deltas.map((d) => d.function?.arguments ?? '').join('')).toBe(whole.choices[0].message.tool_calls!.map((c) => (c as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.arguments).join(''));
+    }
+    // The messages dialect's forced call (tool_choice any) with a stop sequence.
+    const m = await postJson(`${srv.url}/v1/messages`, { max_tokens: 200, temperature: 0, messages: USER, tools: [{ name: 'get_weather', input_schema: WEATHER }], tool_choice: { type: 'any', disable_parallel_tool_use: true }, stop_sequences: ['\n'] });
+    expect([m.json.stop_reason, m.json.content.map((b: { type: string }) => b.type)]).toEqual(['tool_use', ['tool_use']]);
+  });
+
+  it('a grammar with tools is a 400 (the tool grammar would replace it unseen); with tool_choice none it holds', async () => {
+    const body = { messages: USER, tools: TOOLS, max_tokens: 8, temperature: 0, svc_grammar: 'root ::= "Hello world"' };
+    const refused = await postJson(`${srv.url}/v1/chat/completions`, body);
+    expect([refused.status, refused.json.error.message]).toEqual([400, 'svc_grammar (or grammar) cannot be combined with tools (unless tool_choice is none): a request takes one output constraint']);
+    const none = await postJson(`${srv.url}/v1/chat/completions`, { ...body, tool_choice: 'none' });
+    expect(none.json.choices[0].message.content).toBe('Hello world');
   });
 
   it('json_object (and the local runner\'s format "json") with tools: the answer is a JSON object or a call, never free text', async () => {

@@ -104,7 +104,9 @@ export class EngineService implements OnApplicationShutdown {
         promptTokens: tokens,
         sampler,
         maxTokens: req.maxTokens,
-        stop: [...req.stop, ...(rendered.chat?.additionalStops ?? [])],
+        // A forced call is call syntax from its first token: a stop string ("\n") would only cut it.
+        stop: [...(rendered.callFromStart ? [] : req.stop), ...(rendered.chat?.additionalStops ?? [])],
+        callMarker: rendered.callMarker,
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
         reusePrefix: req.reusePrefix,

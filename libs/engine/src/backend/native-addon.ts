@@ -133,6 +133,8 @@ export interface NativeChatPrompt {
   readonly supportsThinking: boolean;
   /** Single tokens the format's markers are made of: shown as text in the output (llama-server's preserved tokens). */
   readonly preservedTokens: Int32Array;
+  /** What starts a call under the lazy tool grammar (llama.cpp's grammar triggers). */
+  readonly callTriggers: ReadonlyArray<{ kind: 'word' | 'pattern' | 'pattern_full' | 'token'; value: string }>;
   /** Parse generated text (partial=true while streaming) into reasoning, content and tool calls. */
   parse(text: string, partial: boolean): NativeParsedMessage;
 }

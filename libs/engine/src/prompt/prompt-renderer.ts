@@ -19,6 +19,10 @@ export interface RenderedPrompt {
   toolGrammar?: boolean;
   /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
   constraint?: OutputConstraint;
+  /** A call is forced from the first token: the whole output is call syntax, which no stop string is for. */
+  callFromStart?: boolean;
+  /** What opens a call under a lazy tool grammar: from there on the output is call syntax. */
+  callMarker?: RegExp;
 }
 
 /** Turns a core prompt into model text through the model's own chat template. */
@@ -42,6 +46,10 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice).map(withInlinedRefs);
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
+  if (useTools && constraint.kind === 'grammar') {
+    // The tool grammar takes over sampling: a grammar of the caller's would be dropped unseen (llama-server refuses it too).
+    throw new InvalidRequestError('svc_grammar (or grammar) cannot be combined with tools (unless tool_choice is none): a request takes one output constraint');
+  }
   if (choice === 'required' && prompt.continueFinal) {
     // The reply would have to continue the prefilled text and be a call at once: llama.cpp's
     // call grammar then failed to build ("invalid grammar: std::exception") or the call was lost.
@@ -73,8 +81,11 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   if (!useTools) return { text: chat.prompt, chat, parser: chat.supportsThinking ? withoutPrefill(withoutCalls(chat), prompt) : undefined };
   const templateHasTools = chat.supportsTools;
   const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prompt);
-  if (templateHasTools && chat.grammar) return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true, constraint: { kind: 'none' } };
-  if (templateHasTools && choice !== 'required') return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true };
+  const forced = choice === 'required';
+  if (templateHasTools && chat.grammar) {
+    return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat) };
+  }
+  if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
@@ -84,8 +95,24 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     chat: plain,
     parser: jsonToolCallParser(tools.map((t) => t.function.name), choice === 'required'),
     parseCalls: true,
-    constraint: choice === 'required' ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
+    constraint: forced ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
+    callFromStart: forced,
   };
+}
+
+/** The lazy tool grammar's triggers as one pattern (words literally, patterns as llama.cpp reads them). */
+function callMarker(chat: NativeChatPrompt): RegExp | undefined {
+  if (!chat.grammarLazy) return undefined;
+  const parts = chat.callTriggers.flatMap((t) => {
+    if (t.kind === 'word' || t.kind === 'token') return [t.value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')];
+    return [t.kind === 'pattern_full' ? `^(?:${t.value})$` : t.value];
+  });
+  if (parts.length === 0) return undefined;
+  try {
+    return new RegExp(parts.map((p) => `(?:${p})`).join('|'));
+  } catch {
+    return undefined; // a pattern JavaScript reads otherwise: stop strings then apply throughout, as before
+  }
 }
 
 /**

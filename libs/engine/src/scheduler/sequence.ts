@@ -37,6 +37,8 @@ export interface SequenceSpec {
   parseCalls?: boolean;
   /** Control tokens shown as text (a parsed format's markers); others show as nothing. */
   shownSpecial?: Int32Array;
+  /** What opens a tool call: stop strings apply to the text before it only, never to call syntax. */
+  callMarker?: RegExp;
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
@@ -76,6 +78,8 @@ export class Sequence {
   private emittedContent = '';
   private emittedReasoning = '';
   private readonly shown: ReadonlySet<number>;
+  /** The text so far, kept only until a call opens (spec.callMarker); then stop strings are off. */
+  private beforeCall: string | undefined;
   private pendingLogprobs: TokenLogprob[] = [];
   /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
   private pendingStarts: number[] = [];
@@ -89,6 +93,7 @@ export class Sequence {
   ) {
     this.stops = new StopMatcher(spec.stop);
     this.shown = new Set(spec.parser ? spec.shownSpecial ?? [] : []);
+    if (spec.callMarker && spec.stop.length) this.beforeCall = '';
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
@@ -136,13 +141,22 @@ export class Sequence {
     const text = this.decoder.push(bytes);
     if (text) {
       this.decodedChars += text.length;
-      const { emit, stop } = this.stops.push(text);
+      const { emit, stop } = this.inCall(text) ? { emit: this.stops.flush() + text, stop: undefined } : this.stops.push(text);
       this.output(emit);
       if (stop !== undefined) return { finish: 'stop', stop };
     }
     if (this.generated.length >= this.spec.maxTokens) return { finish: 'length' };
     if (this.length + 1 > nCtxSeq) return { finish: 'length' };
     return {};
+  }
+
+  /** Whether `text` is in (or opens) a tool call: the marker is looked for before stop strings see the text. */
+  private inCall(text: string): boolean {
+    if (this.beforeCall === undefined) return this.spec.callMarker !== undefined && this.spec.stop.length > 0;
+    this.beforeCall += text;
+    if (!this.spec.callMarker!.test(this.beforeCall)) return false;
+    this.beforeCall = undefined;
+    return true;
   }
 
   /** Flushes held text, parses tool calls and sends `done`. */

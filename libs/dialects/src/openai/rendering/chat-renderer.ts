@@ -26,6 +26,8 @@ export class ChatRenderer {
           message: {
             role: 'assistant',
             content: toolCalls.length && !c.text ? null : c.text,
+            // The API always sends it (the official client's type requires it); nothing here refuses.
+            refusal: null,
             // llama-server's field for a reasoning model's thoughts (reasoning_format deepseek).
             ...(c.reasoning ? { reasoning_content: c.reasoning } : {}),
             ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
