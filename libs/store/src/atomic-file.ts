@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
@@ -7,7 +7,8 @@ import { basename, dirname, join } from 'node:path';
  * complete, fsynced temp file in the same directory, and the directory is
  * fsynced after so the rename itself survives power loss. A kill -9 at any
  * moment leaves either the old file or the new one, never half of one; at
- * worst a `.tmp-*` file that readers ignore and the next write cleans.
+ * worst a `.tmp-*` file that readers ignore. A write that fails (a full disk)
+ * removes its temp file: nothing else would, and each failure left more behind.
  */
 export function writeFileAtomic(path: string, data: string | Buffer): void {
   const dir = dirname(path);
@@ -15,14 +16,19 @@ export function writeFileAtomic(path: string, data: string | Buffer): void {
   const tmp = join(dir, `.tmp-${basename(path)}-${randomBytes(6).toString('hex')}`);
   const fd = openSync(tmp, 'w', 0o644);
   try {
-    const buf = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      const buf = typeof data === 'string' ? Buffer.from(data) : data;
+      let off = 0;
+      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
   }
-  renameSync(tmp, path);
   fsyncDir(dir);
 }
 

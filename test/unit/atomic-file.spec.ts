@@ -1,0 +1,23 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../libs/store/src/atomic-file';
+
+describe('writeFileAtomic', () => {
+  it('replaces the file whole and leaves no temp file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-atomic-'));
+    const path = join(dir, 'm.json');
+    writeFileSync(path, 'old');
+    writeFileAtomic(path, 'new');
+    expect([readFileSync(path, 'utf8'), readdirSync(dir)]).toEqual(['new', ['m.json']]);
+  });
+
+  it('a write that fails removes its temp file (a full disk left one per failed spill, never cleaned)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-atomic-'));
+    // The rename cannot replace a folder: the write fails after the temp file was written.
+    const path = join(dir, 'taken');
+    mkdirSync(join(path, 'inside'), { recursive: true });
+    expect(() => writeFileAtomic(path, Buffer.alloc(4096))).toThrow();
+    expect(readdirSync(dir)).toEqual(['taken']);
+  });
+});
