@@ -3,8 +3,9 @@
  * thoughts parsed out by llama.cpp's chat parser and returned apart from the answer in every
  * dialect: reasoning_content (chat completions, as llama-server), thinking blocks (messages),
  * `thinking` (local runner), a reasoning item (Responses). Thinking is switched off by each
- * dialect's own field. A grammar writes a known "thoughts, then answer" text; greedy output of
- * the random model is checked against the same prompt continued raw.
+ * dialect's own field. The random model never closes its thoughts itself (its think tags are
+ * suppressed), so a thinking budget does: llama.cpp's budget sampler writes </think> after that
+ * many tokens. Every text is checked against the same prompt continued raw.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Ollama } from 'ollama';
@@ -17,14 +18,13 @@ import { postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
 
-/** The output a grammar forces: thoughts, the template's closing tag, then the answer. */
-const SCRIPTED = { svc_grammar: 'root ::= "I ponder.\\n</think>\\n\\nHello there."' };
-const THOUGHTS = 'I ponder.\n';
-const ANSWER = 'Hello there.';
 /** Qwen3.5's prompt for one user turn: the generation prompt opens the think block unless thinking is off. */
 const OPENED = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n';
 const CLOSED = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
 const hi = [{ role: 'user' as const, content: 'hi' }];
+/** A budget of 4 counts from the opening tag: the prompt's newline, then 3 tokens of thought, then </think>. */
+const BUDGET = 4;
+const MAX = 12;
 
 describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () => {
   let srv: RunningServer;
@@ -34,6 +34,10 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
   /** The raw continuation of a prompt, greedy: what the thoughts (or answer) must be. */
   const raw = async (prompt: string, n: number) => (await openai.completions.create({ model: 'thinker', prompt, max_tokens: n, temperature: 0 })).choices[0].text;
 
+  /** The budgeted turn as raw text continues it: 3 thoughts, then (after </think>) the answer. */
+  let THOUGHTS = '';
+  let ANSWER = '';
+
   beforeAll(async () => {
     const store = mkdtempSync(join(tmpdir(), 'svc-reasoning-'));
     copyFileSync(syntheticModel('thinker-tiny'), join(store, 'thinker.gguf'));
@@ -42,6 +46,10 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
     openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused' });
     anthropic = new Anthropic({ baseURL: srv.url, apiKey: 'unused' });
     ollama = new Ollama({ host: srv.url });
+    THOUGHTS = await raw(OPENED, BUDGET - 1);
+    // llama.cpp's parser trims the answer's leading whitespace (after </think>).
+    ANSWER = (await raw(`${OPENED}${THOUGHTS}</think>`, MAX - BUDGET)).trimStart();
+    expect(THOUGHTS.trim().length * ANSWER.length).toBeGreaterThan(0);
   });
   afterAll(async () => {
     await srv?.stop();
@@ -49,11 +57,12 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
 
   describe('chat completions', () => {
     it('returns the thoughts as reasoning_content and the answer as content, streamed or not', async () => {
-      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, ...SCRIPTED } as never) as OpenAI.ChatCompletion;
+      const body = { model: 'thinker', messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET };
+      const r = await openai.chat.completions.create(body as never) as OpenAI.ChatCompletion;
       const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
-      expect([msg.reasoning_content, msg.content, r.choices[0].finish_reason]).toEqual([THOUGHTS, ANSWER, 'stop']);
+      expect([msg.reasoning_content, msg.content, r.choices[0].finish_reason]).toEqual([THOUGHTS, ANSWER, 'length']);
 
-      const stream = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, stream: true, ...SCRIPTED } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
+      const stream = await openai.chat.completions.create({ ...body, stream: true } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
       const kinds: string[] = [];
       let thoughts = '';
       let answer = '';
@@ -88,20 +97,24 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       }
     });
 
-    it('reasoning_budget_tokens closes the think block after that many tokens of thought; the answer follows', async () => {
-      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 8, temperature: 0, reasoning_budget_tokens: 3 } as never) as OpenAI.ChatCompletion;
-      const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
-      // The budget counts from the opening tag, so the generation prompt's newline after it is one of the 3 (as in llama.cpp).
-      expect(msg.reasoning_content).toBe(await raw(OPENED, 2));
-      // 2 thoughts, the forced </think>, then 5 tokens of answer: the prompt with that text continued.
-      expect(msg.content).toBe((await raw(`${OPENED}${msg.reasoning_content}</think>`, 5)).trimStart());
-      expect(msg.content!.length).toBeGreaterThan(0);
+    it('JSON from a reasoning model: it thinks first, then the answer holds the format (it was all read as thoughts)', async () => {
+      const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 120, temperature: 0, reasoning_budget_tokens: BUDGET, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+      expect([r.json.choices[0].message.reasoning_content, r.json.choices[0].finish_reason]).toEqual([THOUGHTS, 'stop']);
+      expect(typeof JSON.parse(r.json.choices[0].message.content).ok).toBe('boolean');
+      // A caller's grammar writes the whole answer: none of it is thoughts; a budget has nothing to close in it.
+      const g = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 5, svc_grammar: 'root ::= "yes" | "no"' });
+      expect(g.json.choices[0].message).toEqual({ role: 'assistant', content: expect.stringMatching(/^(yes|no)$/), refusal: null });
+      const both = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 5, svc_grammar: 'root ::= "yes"', reasoning_budget_tokens: 2 });
+      expect([both.status, both.json.error.message]).toEqual([400, expect.stringMatching(/^a thinking budget cannot be combined with svc_grammar/)]);
     });
 
     it('reasoning_format "none" leaves the thoughts in the content, the opened tag in front', async () => {
-      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: 40, temperature: 0, reasoning_format: 'none', ...SCRIPTED } as never) as OpenAI.ChatCompletion;
+      const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, reasoning_format: 'none' } as never) as OpenAI.ChatCompletion;
       const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
-      expect([msg.content, msg.reasoning_content]).toEqual([`<think>\n${THOUGHTS}</think>\n\n${ANSWER}`, undefined]);
+      expect(msg.reasoning_content).toBeUndefined();
+      expect(msg.content).toMatch(new RegExp(`^<think>\\n${THOUGHTS.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</think>\\s*`));
+      expect(msg.content!.endsWith(ANSWER)).toBe(true);
     });
 
     it('with tools offered the thoughts still come back (the call parser used to drop them)', async () => {
@@ -146,7 +159,7 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
 
   describe('messages', () => {
     it('a thinking block, then the text block, in the answer and in the event stream', async () => {
-      const params = { model: 'thinker', max_tokens: 40, messages: hi, temperature: 0, ...SCRIPTED } as Anthropic.MessageCreateParamsNonStreaming;
+      const params = { model: 'thinker', max_tokens: MAX, messages: hi, temperature: 0, thinking: { type: 'enabled', budget_tokens: BUDGET } } as Anthropic.MessageCreateParamsNonStreaming;
       const m = await anthropic.messages.create(params);
       expect(m.content).toEqual([
         { type: 'thinking', thinking: THOUGHTS, signature: '' },
@@ -170,14 +183,11 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(m.content).toEqual([{ type: 'thinking', thinking: await raw(`${OPENED}Let me see`, 6), signature: '' }]);
     });
 
-    it('thinking disabled closes the think block; enabled is the default, its budget_tokens enforced; a bad type is a 400', async () => {
+    it('thinking disabled closes the think block; enabled is the default; a bad type is a 400', async () => {
       const base = { model: 'thinker', max_tokens: 8, messages: hi, temperature: 0 };
       const on = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 1024 } } as Anthropic.MessageCreateParamsNonStreaming);
       expect(on.content.map((b) => b.type)).toEqual(['thinking']);
       expect((on.content[0] as Anthropic.ThinkingBlock).thinking).toBe(await raw(OPENED, 8));
-      const budgeted = await anthropic.messages.create({ ...base, thinking: { type: 'enabled', budget_tokens: 3 } } as Anthropic.MessageCreateParamsNonStreaming);
-      expect(budgeted.content.map((b) => b.type)).toEqual(['thinking', 'text']);
-      expect((budgeted.content[0] as Anthropic.ThinkingBlock).thinking).toBe(await raw(OPENED, 2));
       const off = await anthropic.messages.create({ ...base, thinking: { type: 'disabled' } } as Anthropic.MessageCreateParamsNonStreaming);
       expect(off.content).toEqual([{ type: 'text', text: (await raw(CLOSED, 8)).trimStart() }]);
       const bad = await postJson(`${srv.url}/v1/messages`, { ...base, thinking: { type: 'sometimes' } });
@@ -215,11 +225,11 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
 
   describe('responses', () => {
     it('a reasoning item comes before the message, in the answer and in the event stream, and a chain continues', async () => {
-      const body = { model: 'thinker', input: 'hi', max_output_tokens: 40, temperature: 0, ...SCRIPTED } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+      const body = { model: 'thinker', input: 'hi', max_output_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET } as OpenAI.Responses.ResponseCreateParamsNonStreaming;
       const r = await openai.responses.create(body);
       expect(r.output.map((i) => i.type)).toEqual(['reasoning', 'message']);
       expect((r.output[0] as OpenAI.Responses.ResponseReasoningItem).content).toEqual([{ type: 'reasoning_text', text: THOUGHTS }]);
-      expect([r.output_text, r.status]).toEqual([ANSWER, 'completed']);
+      expect([r.output_text, r.status]).toEqual([ANSWER, 'incomplete']);
 
       const stream = openai.responses.stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming);
       let thoughts = '';

@@ -78,13 +78,13 @@ export class EngineService implements OnApplicationShutdown {
       sampler = lm.scheduler.sampler({
         ...samplerOptions(req.sampling, constraint),
         // The chat params carry the tool grammar and its triggers.
-        chat: rendered.toolGrammar ? rendered.chat : undefined,
-        ...thinkingBudget(req.prompt, rendered),
+        chat: rendered.chatGrammar ? rendered.chat : undefined,
+        ...thinkingBudget(req.prompt, rendered, constraint),
       });
     } catch (err) {
       // llama.cpp feeds a prefill to a call-or-JSON grammar that is not lazy (tools with a JSON
       // format): one that cannot begin that JSON failed as "std::exception".
-      const prefilled = rendered.toolGrammar && req.prompt.kind === 'chat' && req.prompt.continueFinal;
+      const prefilled = rendered.chatGrammar && req.prompt.kind === 'chat' && req.prompt.continueFinal;
       throw new InvalidRequestError(prefilled ? PREFILL_NOT_JSON : samplerError(err as Error, constraint));
     }
     let kept: KvContext | undefined;
@@ -177,8 +177,10 @@ export class EngineService implements OnApplicationShutdown {
 }
 
 /** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */
-function thinkingBudget(p: PromptInput, rendered: RenderedPrompt): Pick<NativeSamplerOptions, 'thinkingOf' | 'thinkingBudget'> {
+function thinkingBudget(p: PromptInput, rendered: RenderedPrompt, constraint: OutputConstraint): Pick<NativeSamplerOptions, 'thinkingOf' | 'thinkingBudget'> {
   if (p.kind !== 'chat' || p.thinkingBudget === undefined || !rendered.chat?.supportsThinking) return {};
+  // A caller's grammar holds the whole output from its first token: no think block in it to close.
+  if (constraint.kind !== 'none') throw new InvalidRequestError('a thinking budget cannot be combined with svc_grammar, grammar or svc_lexicon: that grammar writes the whole answer, with no think block to close');
   return { thinkingOf: rendered.chat, thinkingBudget: p.thinkingBudget };
 }
 

@@ -6,6 +6,7 @@ import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
 import { wellFormed } from './well-formed';
 import { jsonToolCallParser, OutputParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
+import { callMarker, firstCallOnly, thoughtsThen, withoutCalls, withoutPrefill } from './output-parsers';
 
 export interface RenderedPrompt {
   text: string;
@@ -15,8 +16,8 @@ export interface RenderedPrompt {
   parser?: OutputParser;
   /** The parser's tool calls are answered as calls (the prompt offered tools). */
   parseCalls?: boolean;
-  /** Sample with the chat params' own tool grammar, triggers and preserved tokens. */
-  toolGrammar?: boolean;
+  /** Sample with the chat params' own grammar (tool calls, or thoughts then JSON), triggers and preserved tokens. */
+  chatGrammar?: boolean;
   /** Replaces the request's constraint (the tool grammar or the forced-call schema rules). */
   constraint?: OutputConstraint;
   /** A call is forced from the first token: the whole output is call syntax, which no stop string is for. */
@@ -55,7 +56,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
     // call grammar then failed to build ("invalid grammar: std::exception") or the call was lost.
     throw new InvalidRequestError('a final assistant message (a prefill the reply continues) cannot be combined with a required tool call (tool_choice required, any or a named tool)');
   }
-  const apply = (messages: CoreMessage[], withTools: boolean): NativeChatPrompt => {
+  const apply = (messages: CoreMessage[], withTools: boolean, jsonSchema?: string): NativeChatPrompt => {
     try {
       return model.applyChatTemplate({
         messages: wellFormed(messages.map(textOnly)),
@@ -68,111 +69,62 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
         splitReasoning: prompt.splitReasoning,
         templateKwargs: prompt.templateKwargs,
         templateOverride: model.info.chatTemplate ? undefined : FALLBACK_CHAT_TEMPLATE,
-        // The template's tool grammar takes over sampling: a JSON answer is one of its branches
-        // (json_object / format "json" is the object schema, as engine.service samples it alone).
-        // A required call has no answer branch: the format is for the text answer of a later turn.
-        jsonSchema: !withTools || choice === 'required' ? undefined : constraint.kind === 'json_schema' ? JSON.stringify(constraint.schema) : constraint.kind === 'json' ? '{"type":"object"}' : undefined,
+        jsonSchema,
       });
     } catch (err) {
       throw new InvalidRequestError(`cannot render the chat template: ${(err as Error).message}`);
     }
   };
-  const { chat, history } = withCallHistory(prompt.messages, (messages) => apply(messages, useTools));
-  if (!useTools) return { text: chat.prompt, chat, parser: chat.supportsThinking ? withoutPrefill(withoutCalls(chat), prompt) : undefined };
+  // The template's tool grammar takes over sampling: a JSON answer is one of its branches
+  // (json_object / format "json" is the object schema, as engine.service samples it alone).
+  // A required call has no answer branch: the format is for the text answer of a later turn.
+  const answerSchema = schemaText(constraint);
+  const { chat, history } = withCallHistory(prompt.messages, (messages) => apply(messages, useTools, useTools && choice !== 'required' ? answerSchema : undefined));
+  const prefill = prefillOf(prompt);
+  if (!useTools) {
+    // A caller's grammar writes the answer from its first token: none of it is thoughts.
+    if (!chat.supportsThinking || constraint.kind === 'grammar') return { text: chat.prompt, chat };
+    // JSON from a reasoning model: llama.cpp's chat grammar lets it think first, then holds the answer to the schema.
+    const thinking = answerSchema ? apply(history, false, answerSchema) : chat;
+    if (answerSchema && !thinking.grammar) return { text: chat.prompt, chat };
+    const parser = withoutPrefill(withoutCalls(thinking), prefill);
+    return answerSchema ? { text: thinking.prompt, chat: thinking, parser, chatGrammar: true, constraint: { kind: 'none' } } : { text: chat.prompt, chat, parser };
+  }
   const templateHasTools = chat.supportsTools;
-  const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prompt);
+  const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prefill);
   const forced = choice === 'required';
   if (templateHasTools && chat.grammar) {
-    return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat) };
+    return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat) };
   }
-  if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, toolGrammar: true };
+  if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
-  const plain = apply(withToolSystemMessage(history, tools), false);
-  return {
-    text: plain.prompt,
-    chat: plain,
-    parser: jsonToolCallParser(tools.map((t) => t.function.name), choice === 'required'),
-    parseCalls: true,
-    constraint: forced ? { kind: 'json_schema', schema: toolCallSchema(tools) } : undefined,
-    callFromStart: forced,
-  };
-}
-
-/** The lazy tool grammar's triggers as one pattern (words literally, patterns as llama.cpp reads them). */
-function callMarker(chat: NativeChatPrompt): RegExp | undefined {
-  if (!chat.grammarLazy) return undefined;
-  const parts = chat.callTriggers.flatMap((t) => {
-    if (t.kind === 'word' || t.kind === 'token') return [t.value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')];
-    return [t.kind === 'pattern_full' ? `^(?:${t.value})$` : t.value];
-  });
-  if (parts.length === 0) return undefined;
-  try {
-    return new RegExp(parts.map((p) => `(?:${p})`).join('|'));
-  } catch {
-    return undefined; // a pattern JavaScript reads otherwise: stop strings then apply throughout, as before
+  const described = withToolSystemMessage(history, tools);
+  const calls = jsonToolCallParser(tools.map((t) => t.function.name), forced);
+  const callSchema: OutputConstraint = { kind: 'json_schema', schema: toolCallSchema(tools) };
+  const plain = apply(described, false);
+  if (plain.supportsThinking) {
+    // A reasoning template: the thoughts come first, the call (or a JSON answer) after them, through
+    // llama.cpp's chat grammar; the call is read from what follows the thoughts.
+    const schema = forced ? schemaText(callSchema) : answerSchema;
+    const thinking = schema ? apply(described, false, schema) : plain;
+    if (!schema || thinking.grammar) {
+      return { text: thinking.prompt, chat: thinking, parser: thoughtsThen(thinking, calls), parseCalls: true, callFromStart: forced, ...(schema ? { chatGrammar: true, constraint: { kind: 'none' } } : {}) };
+    }
   }
+  return { text: plain.prompt, chat: plain, parser: calls, parseCalls: true, constraint: forced ? callSchema : undefined, callFromStart: forced };
 }
 
-/**
- * Without parallel_tool_calls the answer holds one call. The addon narrows the
- * common per-call grammar shape to one call; formats it does not recognise may
- * still allow several, so the parsed result keeps the first.
- */
-function firstCallOnly(parser: OutputParser): OutputParser {
-  return {
-    parse(text, partial) {
-      const out = parser.parse(text, partial);
-      return out.toolCalls.length > 1 ? { ...out, toolCalls: out.toolCalls.slice(0, 1) } : out;
-    },
-  };
+/** A JSON constraint as the schema text llama.cpp's chat params take (json_object is any object). */
+function schemaText(c: OutputConstraint): string | undefined {
+  return c.kind === 'json_schema' ? JSON.stringify(c.schema) : c.kind === 'json' ? '{"type":"object"}' : undefined;
 }
 
-/**
- * A continued final message (prefill): llama.cpp's parser reads it back as content before the
- * output, as llama-server's is_continuation parse does. It is the client's own text and never
- * sent again, also while the parser still holds part of it back (a prefill "<tool" looks like
- * the start of a call tag until the output goes on).
- */
-function withoutPrefill(parser: OutputParser, prompt: PromptInput): OutputParser {
-  const last = prompt.kind === 'chat' && prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
-  const text = last ? (textOnly(last).content as string) : '';
-  // A prefill may also be thoughts (a thinking block): the parser reads them back as reasoning.
-  const thought = last?.reasoning_content ?? '';
-  if (!text && !thought) return parser;
-  return {
-    parse(output, partial) {
-      const out = parser.parse(output, partial);
-      const content = withoutPrefix(out.content, text);
-      const reasoning = out.reasoningContent && thought ? withoutPrefix(out.reasoningContent, thought) : out.reasoningContent;
-      return content === out.content && reasoning === out.reasoningContent ? out : { ...out, content, reasoningContent: reasoning };
-    },
-  };
-}
-
-/** `text` less the client's own prefilled `prefix` (the parser may have trimmed its leading whitespace). */
-function withoutPrefix(text: string, prefix: string): string {
-  for (const f of [prefix, prefix.trimStart()]) {
-    if (f === '') continue;
-    if (text.startsWith(f)) return text.slice(f.length);
-    if (f.startsWith(text)) return '';
-  }
-  return text;
-}
-
-/**
- * A reasoning template's output is parsed for its thoughts (llama.cpp's parser, also with
- * reasoning_format none, which puts an opened think tag back in front of the text); with no
- * tools offered nothing it reads is a call.
- */
-function withoutCalls(parser: OutputParser): OutputParser {
-  return {
-    parse(text, partial) {
-      const out = parser.parse(text, partial);
-      return out.toolCalls.length ? { ...out, toolCalls: [] } : out;
-    },
-  };
+/** What the client prefilled (a final assistant message continued): its text and its thoughts. */
+function prefillOf(prompt: Extract<PromptInput, { kind: 'chat' }>): { text: string; thought: string } {
+  const last = prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
+  return { text: last ? (textOnly(last).content as string) : '', thought: last?.reasoning_content ?? '' };
 }
 
 /** A named tool choice: the template sees only that tool, so the call grammar can produce nothing else. */

@@ -102,7 +102,7 @@ export function showAnswer(e: CatalogEntry, lm: LoadedModel | undefined, x: Show
     system: d.system ?? '',
     details: details(e, lm),
     model_info: { ...modelInfo(x.fullKv ?? kv, x.fullKv !== undefined), ...(fileParams(e) ? { 'general.parameter_count': fileParams(e) } : {}) },
-    capabilities: capabilities(e, lm?.native.info.chatTemplate ?? templateKv, lm ? canInfill(lm.native) : fimInMetadata(kv)),
+    capabilities: capabilities(e, lm?.native.info.chatTemplate ?? templateKv, lm ? canInfill(lm.native) : fimInMetadata(kv), lm ? thinksWhenLoaded(lm) : undefined),
     modified_at: e.modifiedAt.toISOString(),
   };
 }
@@ -116,15 +116,26 @@ function modelfile(e: CatalogEntry, d: ModelDefaults): string {
   return `${lines.join('\n')}\n`;
 }
 
-function capabilities(e: CatalogEntry, template: string, infill: boolean): string[] {
+/** Whether llama.cpp's chat code finds a reasoning block in the loaded model's template (what splits its thoughts). */
+function thinksWhenLoaded(lm: LoadedModel): boolean {
+  if (!lm.native.info.chatTemplate) return false;
+  try {
+    return lm.native.applyChatTemplate({ messages: [{ role: 'user', content: 'x' }], addGenerationPrompt: true }).supportsThinking;
+  } catch {
+    return false;
+  }
+}
+
+function capabilities(e: CatalogEntry, template: string, infill: boolean, thinks: boolean | undefined): string[] {
   const caps: string[] = [];
   if (e.capabilities.includes('chat') || e.capabilities.includes('completion')) caps.push('completion');
   // A suffix can be filled in (the local runner's name for it).
   if (infill && caps.includes('completion')) caps.push('insert');
   // As the local-runner decides it: a template that mentions tools can render them.
   if (template.includes('tools')) caps.push('tools');
-  // A template that writes or switches a think block: the model's thoughts come back apart (`think`).
-  if (/enable_thinking|reasoning_content|<think>/.test(template)) caps.push('thinking');
+  // Thoughts come back apart (`think`): as llama.cpp's chat code decides it once loaded; from the
+  // template's text before that (a think tag, a thought channel, a reasoning switch).
+  if (thinks ?? /enable_thinking|reasoning_content|reasoning_effort|<think>|\[THINK\]|<\|channel\|?>/.test(template)) caps.push('thinking');
   if (e.capabilities.includes('embeddings')) caps.push('embedding');
   // vision needs a projector beside the model; the engine loads none yet.
   return caps;

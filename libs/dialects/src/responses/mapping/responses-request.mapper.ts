@@ -38,7 +38,7 @@ export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn 
     input,
     request: {
       model: d.model ?? '',
-      prompt: { kind: 'chat', messages, tools, toolChoice: choice, parallelToolCalls: d.parallel_tool_calls, ...reasoningFrom({ reasoning_effort: d.reasoning?.effort }, 'reasoning.effort') },
+      prompt: { kind: 'chat', messages, tools, toolChoice: choice, parallelToolCalls: d.parallel_tool_calls, ...reasoningFrom({ reasoning_effort: d.reasoning?.effort, reasoning_budget_tokens: d.reasoning_budget_tokens, thinking_budget_tokens: d.thinking_budget_tokens }, 'reasoning.effort') },
       sampling: samplingFrom(d),
       maxTokens: d.max_output_tokens ?? RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS,
       stop: stopsFrom(d.stop),

@@ -34,6 +34,9 @@ export class ResponsesRequestDto extends SamplingFieldsDto {
   @IsOptional() @IsObject() metadata?: Record<string, string>;
   // A reasoning model's effort ("none" = no thinking); the summary is not produced here.
   @IsOptional() @IsObject() reasoning?: { effort?: string | null; summary?: unknown };
+  // Tokens of thought before the think block is closed (llama-server's extension fields, as on chat completions).
+  @IsOptional() @IsInt() @Min(-1) reasoning_budget_tokens?: number;
+  @IsOptional() @IsInt() @Min(-1) thinking_budget_tokens?: number;
   // Read by nobody, accepted for compatibility with the official clients.
   @IsOptional() @IsString() user?: string;
 }
