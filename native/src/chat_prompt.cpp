@@ -15,12 +15,13 @@ static std::string singleCall(const std::string & grammar) {
 }
 
 // llama.cpp's "required" tool grammar still lets the model write free text
-// before the call marker (root ::= ... until-N? tool-calls). A weak model may
-// then never reach the marker, so a forced call would never come: drop that
-// optional content term from the root rule so the call starts at once.
+// before the call marker (root ::= ... until-N? tool-calls, or a required
+// until-N before tool-call-root after a think block). A weak model may then
+// never reach the marker, so a forced call would never come: drop that content
+// term from the root rule so the call starts at once (after the thoughts, if any).
 static std::string requireCallFirst(const std::string & grammar) {
   static const std::regex rootLine(R"((^|\n)root ::= [^\n]*)");
-  static const std::regex contentTerm(R"(\s+until-[0-9]+\?)");
+  static const std::regex contentTerm(R"(\s+until-[0-9]+\??(?=\s+(space\s+)?tool-call))");
   std::smatch m;
   if (!std::regex_search(grammar, m, rootLine)) return grammar;
   std::string line = m.str(0);

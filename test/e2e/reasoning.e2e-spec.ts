@@ -125,6 +125,23 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([msg.content, msg.tool_calls, r.choices[0].finish_reason]).toEqual(['', undefined, 'length']);
     });
 
+    it('a required or named call is forced, after the thoughts a budget closed or at once with thinking off (it came as free text)', async () => {
+      // An integer: the format writes a string parameter as free text up to its closing tag, which a random model never writes.
+      const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { days: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['days'] } } }];
+      const named = { type: 'function' as const, function: { name: 'get_weather' } };
+      for (const [tool_choice, extra] of [['required', { reasoning_effort: 'none' }], [named, { chat_template_kwargs: { enable_thinking: false } }], ['required', { reasoning_budget_tokens: BUDGET }]] as const) {
+        const r = await openai.chat.completions.create({ model: 'thinker', messages: hi, tools, tool_choice, max_tokens: 120, temperature: 0, ...extra } as never) as OpenAI.ChatCompletion;
+        const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+        expect([JSON.stringify(extra), r.choices[0].finish_reason, msg.tool_calls?.length]).toEqual([JSON.stringify(extra), 'tool_calls', 1]);
+        expect(Number.isInteger(JSON.parse((msg.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.arguments).days)).toBe(true);
+        // With the budget: thoughts, the forced </think>, then the call.
+        expect(msg.reasoning_content?.length ?? 0).toEqual('reasoning_budget_tokens' in extra ? expect.any(Number) : 0);
+        if ('reasoning_budget_tokens' in extra) expect(msg.reasoning_content!.length).toBeGreaterThan(0);
+      }
+      const m = await anthropic.messages.create({ model: 'thinker', max_tokens: 120, messages: hi, tools: [{ name: 'get_weather', input_schema: tools[0].function.parameters }], tool_choice: { type: 'any', disable_parallel_tool_use: true }, thinking: { type: 'disabled' } } as Anthropic.MessageCreateParamsNonStreaming);
+      expect([m.stop_reason, m.content.map((b) => b.type)]).toEqual(['tool_use', ['tool_use']]);
+    });
+
     it('an earlier answer\'s reasoning_content goes back to the template', async () => {
       // Qwen3.5 shows the thoughts of assistant turns after the last user message (a tool round).
       const turn = (reasoning?: string) => [
@@ -147,6 +164,39 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
         expect(r.status).toBe(400);
         expect(r.json.error).toMatchObject({ type: 'Bad Request', message: expect.stringMatching(message) });
       }
+    });
+
+    it('null fields are absent; a budget of 0 is no thinking (it was ignored: the thoughts ran on)', async () => {
+      const nulls = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 4, temperature: 0, reasoning_format: null, reasoning_effort: null, chat_template_kwargs: null, reasoning_budget_tokens: null });
+      expect(nulls.json.choices[0].message.reasoning_content).toBe(await raw(OPENED, 4));
+      for (const budget of [{ reasoning_budget_tokens: 0 }, { thinking_budget_tokens: 0 }]) {
+        const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: 6, temperature: 0, ...budget });
+        expect([r.json.choices[0].message.reasoning_content, r.json.choices[0].message.content]).toEqual([undefined, (await raw(CLOSED, 6)).trimStart()]);
+      }
+    });
+
+    it('usage counts the thought tokens (completion_tokens_details.reasoning_tokens)', async () => {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET });
+      // The 3 thoughts; the prompt's newline was not generated, and </think> wrote no thought.
+      expect(r.json.usage.completion_tokens_details).toEqual({ reasoning_tokens: BUDGET - 1 });
+      const plain = await postJson(`${srv.url}/v1/chat/completions`, { model: 'plain', messages: hi, max_tokens: 4 });
+      expect(plain.json.usage).not.toHaveProperty('completion_tokens_details');
+    });
+
+    it('svc_session continues past a turn with thoughts, which the template leaves out of the history (it was a 400)', async () => {
+      const session = `think-${Date.now()}`;
+      const first = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, svc_session: session });
+      expect(first.status).toBe(200);
+      const history = [...hi, { role: 'assistant', content: first.json.choices[0].message.content, reasoning_content: first.json.choices[0].message.reasoning_content }, { role: 'user', content: 'more' }];
+      const second = await postJson(`${srv.url}/v1/chat/completions`, { messages: history, max_tokens: 4, temperature: 0, svc_session: session });
+      expect(second.status).toBe(200);
+      // The same turn without the session: same answer, and the session read the first prompt from its cache.
+      const fresh = await postJson(`${srv.url}/v1/chat/completions`, { messages: history, max_tokens: 4, temperature: 0, cache_prompt: false });
+      expect(second.json.choices[0].message).toEqual(fresh.json.choices[0].message);
+      expect(second.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+      // A prompt that departs before the answer is still refused.
+      const other = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'bye' }], max_tokens: 2, svc_session: session });
+      expect([other.status, other.json.error.message]).toEqual([400, expect.stringMatching(/diverges from it at token/)]);
     });
 
     it('a model whose template has no think block answers as before: no reasoning_content', async () => {
@@ -181,6 +231,12 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
         messages: [...hi, { role: 'assistant', content: [{ type: 'thinking', thinking: 'Let me see', signature: '' }] }],
       } as Anthropic.MessageCreateParamsNonStreaming);
       expect(m.content).toEqual([{ type: 'thinking', thinking: await raw(`${OPENED}Let me see`, 6), signature: '' }]);
+      // Thoughts and text prefilled: the reply continues the text; no thoughts of the client's come back (a "\n" block did).
+      const both = await anthropic.messages.create({
+        model: 'thinker', max_tokens: 6, temperature: 0,
+        messages: [...hi, { role: 'assistant', content: [{ type: 'thinking', thinking: 'Let me see', signature: '' }, { type: 'text', text: 'Sure' }] }],
+      } as Anthropic.MessageCreateParamsNonStreaming);
+      expect(both.content.map((b) => b.type)).toEqual(['text']);
     });
 
     it('thinking disabled closes the think block; enabled is the default; a bad type is a 400', async () => {
@@ -217,6 +273,15 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^think must be true, false/)]);
     });
 
+    it('think on a model that cannot think is a 400, as the local runner answers; think false there is fine', async () => {
+      for (const think of [true, 'high']) {
+        const r = await postJson(`${srv.url}/api/chat`, { model: 'plain', messages: hi, think, stream: false });
+        expect([r.status, r.json.error]).toEqual([400, 'plain does not support thinking']);
+      }
+      const off = await postJson(`${srv.url}/api/chat`, { model: 'plain', messages: hi, think: false, stream: false, options: { num_predict: 2 } });
+      expect(off.status).toBe(200);
+    });
+
     it('/api/show lists the thinking capability for a template with a think block only', async () => {
       expect((await ollama.show({ model: 'thinker' })).capabilities).toContain('thinking');
       expect((await ollama.show({ model: 'plain' })).capabilities).not.toContain('thinking');
@@ -230,6 +295,7 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(r.output.map((i) => i.type)).toEqual(['reasoning', 'message']);
       expect((r.output[0] as OpenAI.Responses.ResponseReasoningItem).content).toEqual([{ type: 'reasoning_text', text: THOUGHTS }]);
       expect([r.output_text, r.status]).toEqual([ANSWER, 'incomplete']);
+      expect(r.usage!.output_tokens_details.reasoning_tokens).toBe(BUDGET - 1);
 
       const stream = openai.responses.stream(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming);
       let thoughts = '';

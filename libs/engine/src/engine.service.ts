@@ -62,6 +62,7 @@ export class EngineService implements OnApplicationShutdown {
     const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
     this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
+    if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
     const tokens = await promptTokens(lm, rendered.text, req.priorTokens);
     if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
     const limit = lm.scheduler.nCtxSeq;
@@ -90,7 +91,13 @@ export class EngineService implements OnApplicationShutdown {
     let kept: KvContext | undefined;
     let session: SessionBinding | undefined;
     try {
-      if (req.session) session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`);
+      if (req.session) {
+        // A reasoning template's answer turn opens with the generation prompt (its think tag included), and a
+        // later prompt renders that turn again without the thoughts: it may depart from the context from there.
+        const chat = rendered.chat;
+        const turnStart = chat?.supportsThinking ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
+        session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`, { turnStart });
+      }
       else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
     } catch (err) {
       lm.scheduler.giveBackSampler(sampler);

@@ -112,8 +112,8 @@ export class ResponsesService {
 function assistantTurn(r: WireResponse): CoreMessage {
   const msg: CoreMessage = { role: 'assistant', content: '' };
   for (const item of r.output) {
-    if (item.type === 'message') msg.content = item.content.map((p) => p.text).join('');
-    else if (item.type === 'reasoning') msg.reasoning_content = item.content.map((p) => p.text).join('');
+    if (item.type === 'message') msg.content += item.content.map((p) => p.text).join('');
+    else if (item.type === 'reasoning') msg.reasoning_content = (msg.reasoning_content ?? '') + item.content.map((p) => p.text).join('');
     else (msg.tool_calls ??= []).push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } });
   }
   return msg;

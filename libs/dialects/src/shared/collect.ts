@@ -4,10 +4,25 @@ import { GenerationEvent, TokenLogprob, ToolCallEvent } from '../../../engine/sr
 
 export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 
+export interface Segment {
+  kind: 'reasoning' | 'text';
+  text: string;
+}
+
+/** Adds a piece to the ordered segments, joining it to the last one when of the same kind. */
+export function addSegment(segments: Segment[], kind: Segment['kind'], text: string): void {
+  if (!text) return;
+  const last = segments[segments.length - 1];
+  if (last?.kind === kind) last.text += text;
+  else segments.push({ kind, text });
+}
+
 export interface Collected {
   text: string;
   /** The model's thoughts ('' when it had none or they were not split out). */
   reasoning: string;
+  /** Thoughts and text in the order they came (adjacent pieces of one kind joined). */
+  segments: Segment[];
   toolCalls: ToolCallEvent[];
   logprobs: TokenLogprob[];
   done: DoneEvent;
@@ -17,22 +32,25 @@ export interface Collected {
 export async function collect(events: AsyncIterable<GenerationEvent>): Promise<Collected> {
   let text = '';
   let reasoning = '';
+  const segments: Segment[] = [];
   const toolCalls: ToolCallEvent[] = [];
   const logprobs: TokenLogprob[] = [];
   let done: DoneEvent | undefined;
   for await (const ev of events) {
     if (ev.type === 'delta') {
       text += ev.text;
+      addSegment(segments, 'text', ev.text);
       if (ev.logprobs) logprobs.push(...ev.logprobs);
     } else if (ev.type === 'reasoning') {
       reasoning += ev.text;
+      addSegment(segments, 'reasoning', ev.text);
       if (ev.logprobs) logprobs.push(...ev.logprobs);
     } else if (ev.type === 'tool_calls') toolCalls.push(...ev.calls);
     else done = ev;
   }
   // A stream ends without `done` only when its request was cancelled: the client is gone.
   if (!done) throw new ClientGoneError();
-  return { text, reasoning, toolCalls, logprobs, done };
+  return { text, reasoning, segments, toolCalls, logprobs, done };
 }
 
 const ID_BYTES = 18;

@@ -13,12 +13,15 @@ const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
  * (gpt-oss reads it), reasoning_format "none" leaves the thoughts in the text.
  */
 export function reasoningFrom(
-  d: { chat_template_kwargs?: Record<string, unknown>; reasoning_effort?: string | null; reasoning_format?: string; reasoning_budget_tokens?: number; thinking_budget_tokens?: number },
+  d: { chat_template_kwargs?: Record<string, unknown> | null; reasoning_effort?: string | null; reasoning_format?: string | null; reasoning_budget_tokens?: number | null; thinking_budget_tokens?: number | null },
   effortField = 'reasoning_effort',
 ): ReasoningFields {
   const out: ReasoningFields = {};
   const budget = d.reasoning_budget_tokens ?? d.thinking_budget_tokens;
-  if (budget !== undefined && budget >= 0) out.thinkingBudget = budget;
+  // 0 is no thinking at all, as llama-server's --reasoning-budget 0 (a budget of 0 was never enforced:
+  // the newline after a prompt's opening tag spent the forced end tag).
+  if (budget === 0) out.thinking = false;
+  else if (budget !== undefined && budget !== null && budget > 0) out.thinkingBudget = budget;
   const kwargs = { ...(d.chat_template_kwargs ?? {}) };
   if ('enable_thinking' in kwargs) {
     const v = kwargs.enable_thinking;
@@ -33,7 +36,7 @@ export function reasoningFrom(
       delete kwargs.reasoning_effort;
     } else kwargs.reasoning_effort = effort;
   }
-  if (d.reasoning_format !== undefined) {
+  if (d.reasoning_format !== undefined && d.reasoning_format !== null) {
     if (!['none', 'auto', 'deepseek', 'deepseek-legacy'].includes(d.reasoning_format)) {
       throw new InvalidRequestError(`reasoning_format must be none, auto, deepseek or deepseek-legacy, got "${d.reasoning_format}"`);
     }

@@ -241,15 +241,20 @@ export class ContextRegistry {
    * holds (a few trailing tokens may re-tokenize differently). Marks it busy
    * until the request ends. With dropDivergent, a prompt that departs from the
    * context keeps the common prefix and recomputes the rest (stored responses:
-   * the template may render a past turn unlike the tokens the model sampled).
+   * the template may render a past turn unlike the tokens the model sampled). `turnStart`: where
+   * this prompt's answer turn begins; after an answer with thoughts, the next prompt may depart
+   * from the context from there (a reasoning template renders past turns without them).
    */
-  async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean } = {}): Promise<SessionBinding> {
+  async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean; turnStart?: number } = {}): Promise<SessionBinding> {
     this.checkLive(c);
     if (c.busy) throw new ContextBusyError();
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
     const slack = Math.min(RETOKENIZE_SLACK, Math.floor(c.tokens.length / 2));
-    if (!opts.dropDivergent && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
+    // A prompt may depart inside the last answer when it held thoughts (the template leaves them out of past turns).
+    const answer = c.thoughtAnswer?.tokens === c.tokens ? c.thoughtAnswer.from : Infinity;
+    const departsInThoughtAnswer = n >= answer && prompt.length > n;
+    if (!opts.dropDivergent && !departsInThoughtAnswer && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
@@ -274,8 +279,9 @@ export class ContextRegistry {
     return {
       seq: c.seq as number,
       held: c.tokens,
-      onRelease: (held) => {
+      onRelease: (held, _completed, thought) => {
         c.tokens = held.slice();
+        c.thoughtAnswer = thought ? { from: Math.max(0, Math.min(opts.turnStart ?? prompt.length, c.tokens.length)), tokens: c.tokens } : undefined;
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         c.busy = false;
         if (c.dropWhenIdle) void this.delete(c).catch(() => undefined);

@@ -30,6 +30,12 @@ export class KvContext {
   hidden = false;
   /** Deleted as soon as the request bound to it lets go (its owner dropped it mid-generation). */
   dropWhenIdle = false;
+  /**
+   * Where the last request's answer starts in `tokens`, when that answer held thoughts: a
+   * reasoning template renders a past turn without them, so the next prompt departs from what
+   * the context holds inside that answer. Valid while `tokens` is still that array.
+   */
+  thoughtAnswer?: { from: number; tokens: Int32Array };
 
   constructor(
     readonly id: string,

@@ -15,6 +15,8 @@ export interface Usage {
   cachedPromptTokens: number;
   prefillMs: number;
   decodeMs: number;
+  /** Tokens that wrote thoughts (a reasoning template's think block), counted as their text came out. */
+  reasoningTokens?: number;
 }
 
 export interface ToolCallEvent {

@@ -54,6 +54,8 @@ export type PromptInput =
       plainWithoutTemplate?: boolean;
       /** The template's enable_thinking: false asks a reasoning model to answer without thinking (default: the template's). */
       thinking?: boolean;
+      /** Thinking asked for by name (the local runner's think true or a level): a model that cannot think is a 400, as there. */
+      thinkingRequired?: boolean;
       /** Tokens of thought before the think block is closed for the model (llama.cpp's reasoning budget); absent = no limit. */
       thinkingBudget?: number;
       /** Return the model's thoughts apart from the content (default true; false leaves them in the text). */

@@ -49,7 +49,8 @@ export function withoutPrefill(parser: OutputParser, prefill: { text: string; th
     parse(output, partial) {
       const out = parser.parse(output, partial);
       const content = withoutPrefix(out.content, text);
-      const reasoning = out.reasoningContent && thought ? withoutPrefix(out.reasoningContent, thought) : out.reasoningContent;
+      // Prefilled text after the thoughts closed them in the prompt: what the parser reads as thoughts is all the client's.
+      const reasoning = !out.reasoningContent || !thought ? out.reasoningContent : text ? '' : withoutPrefix(out.reasoningContent, thought);
       return content === out.content && reasoning === out.reasoningContent ? out : { ...out, content, reasoningContent: reasoning };
     },
   };

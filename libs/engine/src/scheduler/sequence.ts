@@ -15,8 +15,8 @@ export interface SessionBinding {
   seq: number;
   /** Tokens the sequence holds now; the prompt starts with them. */
   held: Int32Array;
-  /** Called with what the sequence holds once the request ends. */
-  onRelease(held: Int32Array, completed: boolean): void;
+  /** Called with what the sequence holds once the request ends (`thought`: its answer held thoughts). */
+  onRelease(held: Int32Array, completed: boolean, thought?: boolean): void;
 }
 
 /** What the scheduler needs to run one request. */
@@ -77,6 +77,9 @@ export class Sequence {
   private rawText = '';
   private emittedContent = '';
   private emittedReasoning = '';
+  /** Tokens that wrote thoughts; tokens are counted to the thoughts or the answer as the parse shows their text. */
+  private reasoningTokens = 0;
+  private countedTokens = 0;
   private readonly shown: ReadonlySet<number>;
   /** The text so far, kept only until a call opens (spec.callMarker); then stop strings are off. */
   private beforeCall: string | undefined;
@@ -159,6 +162,11 @@ export class Sequence {
     return true;
   }
 
+  /** Some of the output was thoughts (a reasoning template's think block). */
+  get thought(): boolean {
+    return this.emittedReasoning.length > 0;
+  }
+
   /** Flushes held text, parses tool calls and sends `done`. */
   finish(reason: FinishReason, stop: string | undefined, decodeEnd: number): void {
     if (this.finished) return;
@@ -205,6 +213,7 @@ export class Sequence {
         cachedPromptTokens: this.cachedTokens,
         prefillMs: round(prefillEnd - (this.prefillStart || this.queuedAt)),
         decodeMs: round(this.firstTokenAt ? Math.max(0, decodeEnd - this.firstTokenAt) : 0),
+        ...(this.reasoningTokens ? { reasoningTokens: this.reasoningTokens } : {}),
       },
     });
     this.channel.close();
@@ -236,13 +245,18 @@ export class Sequence {
   /** Emits the parts of the parsed thoughts and content not sent yet (thoughts come first). */
   private emitParsed(parsed: ParsedOutput): void {
     const reasoning = parsed.reasoningContent ?? '';
-    if (reasoning.length > this.emittedReasoning.length && reasoning.startsWith(this.emittedReasoning)) {
+    const content = parsed.content;
+    const answerGrew = content.length > this.emittedContent.length && content.startsWith(this.emittedContent);
+    const thoughtGrew = reasoning.length > this.emittedReasoning.length && reasoning.startsWith(this.emittedReasoning);
+    // The tokens since the last text came out wrote what this parse shows; the answer's when it grew too.
+    if (thoughtGrew && !answerGrew) this.reasoningTokens += this.generated.length - this.countedTokens;
+    if (thoughtGrew || answerGrew) this.countedTokens = this.generated.length;
+    if (thoughtGrew) {
       const text = reasoning.slice(this.emittedReasoning.length);
       this.emittedReasoning = reasoning;
       this.channel.push({ type: 'reasoning', text, logprobs: this.takeLogprobs() });
     }
-    const content = parsed.content;
-    if (content.length > this.emittedContent.length && content.startsWith(this.emittedContent)) {
+    if (answerGrew) {
       const text = content.slice(this.emittedContent.length);
       this.emittedContent = content;
       this.channel.push({ type: 'delta', text, logprobs: this.takeLogprobs() });

@@ -60,10 +60,10 @@ const THINK_LEVELS = ['high', 'medium', 'low'];
  * it, a level also goes to the template as its reasoning_effort (gpt-oss reads it). Absent leaves
  * the model's default. Whatever it thinks comes back in `thinking`, apart from the content.
  */
-function thinkFrom(think: unknown): Pick<Extract<PromptInput, { kind: 'chat' }>, 'thinking' | 'templateKwargs'> {
+function thinkFrom(think: unknown): Pick<Extract<PromptInput, { kind: 'chat' }>, 'thinking' | 'thinkingRequired' | 'templateKwargs'> {
   if (think === undefined || think === null) return {};
-  if (typeof think === 'boolean') return { thinking: think };
-  if (typeof think === 'string' && THINK_LEVELS.includes(think)) return { thinking: true, templateKwargs: { reasoning_effort: think } };
+  if (typeof think === 'boolean') return think ? { thinking: true, thinkingRequired: true } : { thinking: false };
+  if (typeof think === 'string' && THINK_LEVELS.includes(think)) return { thinking: true, thinkingRequired: true, templateKwargs: { reasoning_effort: think } };
   throw new InvalidRequestError(`think must be true, false, "high", "medium" or "low", got ${JSON.stringify(think)}`);
 }
 

@@ -24,11 +24,10 @@ export class MessagesRenderer {
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireMessage> {
     const c = await collect(events);
-    const content: WireContentBlock[] = [];
-    if (c.reasoning) content.push({ type: 'thinking', thinking: c.reasoning, signature: '' });
-    // No empty text block: the dialect's API answers content [] when nothing visible came, and
-    // refuses an empty text block when a client sends the turn back.
-    if (c.text) content.push({ type: 'text', text: c.text });
+    // Blocks in the order the stream opens them (thoughts may also come after text). No empty text
+    // block: the dialect's API answers content [] when nothing visible came, and refuses an empty
+    // text block when a client sends the turn back.
+    const content: WireContentBlock[] = c.segments.map((s) => (s.kind === 'reasoning' ? { type: 'thinking', thinking: s.text, signature: '' } : { type: 'text', text: s.text }));
     for (const call of c.toolCalls) content.push(toolUseBlock(call));
     const { reason, sequence } = this.stopOf(c.done);
     return { ...this.shell(), content, stop_reason: reason, stop_sequence: sequence, usage: wireUsage(c.done.usage) };

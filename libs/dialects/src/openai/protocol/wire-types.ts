@@ -5,6 +5,7 @@ export interface WireUsage {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
   svc_prefill_ms: number;
   svc_decode_ms: number;
   svc_cached_prompt_tokens: number;

@@ -1,30 +1,33 @@
 import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
-import { collect, DoneEvent, newId } from '../../shared/collect';
+import { collect, DoneEvent, newId, Segment } from '../../shared/collect';
 import { primed } from '../../shared/primed';
 import { WireFunctionCallItem, WireMessageItem, WireOutputItem, WireOutputText, WireReasoningItem, WireResponse, WireResponseUsage } from '../protocol/wire-types';
-
-/** Where an item's stream events point. */
-interface ItemStream {
-  item_id: string;
-  output_index: number;
-  content_index: number;
-}
 
 /** Called with the finished response before the client hears of it (so a chained turn finds it stored). */
 export type OnFinal = (r: WireResponse) => Promise<void>;
 
+/** A reasoning or message item being written: its text so far and where its events point. */
+interface OpenItem {
+  kind: Segment['kind'];
+  id: string;
+  index: number;
+  text: string;
+}
+
 /**
  * Renders the core event stream as a Responses object, or as the public
  * Responses event sequence: response.created, response.in_progress, then per
- * output item output_item.added … output_item.done (text: content_part and
- * output_text events; tool calls: function_call_arguments events), then
- * response.completed (or response.incomplete), then `data: [DONE]`.
+ * output item output_item.added … output_item.done (thoughts: content_part and
+ * reasoning_text events; text: content_part and output_text events; tool calls:
+ * function_call_arguments events), then response.completed (or
+ * response.incomplete), then `data: [DONE]`. Items follow the output's order:
+ * a reasoning item per run of thoughts, a message item per run of text, then calls.
  */
 export class ResponsesRenderer {
   private sequence = 0;
-  private readonly messageId = newId('msg_');
-  private readonly reasoningId = newId('rs_');
+  private readonly firstMessageId = newId('msg_');
+  private firstMessageUsed = false;
 
   constructor(
     /** The response as it stands before generation (status in_progress, no output). */
@@ -34,7 +37,8 @@ export class ResponsesRenderer {
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireResponse> {
     const c = await collect(events);
-    const final = this.finish(c.reasoning, c.text, c.toolCalls, c.done);
+    const items = c.segments.map((seg, i) => this.item({ kind: seg.kind, id: this.itemId(seg.kind), index: i, text: seg.text }, 'completed'));
+    const final = this.finish(items, c.toolCalls, c.done);
     await this.onFinal(final);
     return final;
   }
@@ -44,65 +48,54 @@ export class ResponsesRenderer {
     const send = (type: string, body: Record<string, unknown>) => out.event({ type, sequence_number: this.sequence++, ...body }, type);
     send('response.created', { response: this.base });
     send('response.in_progress', { response: this.base });
-    // Items in output order: the thoughts (when the model has any), the message, then calls.
-    let thoughts: ItemStream | undefined;
-    let thoughtsClosed = false;
-    let message: ItemStream | undefined;
-    let next = 0;
-    const openThoughts = () => {
-      thoughts = { item_id: this.reasoningId, output_index: next++, content_index: 0 };
-      send('response.output_item.added', { output_index: thoughts.output_index, item: { ...this.reasoning('', 'in_progress'), content: [] } });
-      send('response.content_part.added', { ...thoughts, part: reasoningPart('') });
+    const items: Array<WireReasoningItem | WireMessageItem> = [];
+    let cur: OpenItem | undefined;
+    const at = (o: OpenItem) => ({ item_id: o.id, output_index: o.index, content_index: 0 });
+    const open = (kind: Segment['kind']) => {
+      cur = { kind, id: this.itemId(kind), index: items.length, text: '' };
+      send('response.output_item.added', { output_index: cur.index, item: { ...this.item(cur, 'in_progress'), content: [] } });
+      send('response.content_part.added', { ...at(cur), part: kind === 'reasoning' ? reasoningPart('') : textPart('') });
     };
-    const closeThoughts = (text: string, status: WireReasoningItem['status']) => {
-      if (!thoughts || thoughtsClosed) return;
-      thoughtsClosed = true;
-      send('response.reasoning_text.done', { ...thoughts, text });
-      send('response.content_part.done', { ...thoughts, part: reasoningPart(text) });
-      send('response.output_item.done', { output_index: thoughts.output_index, item: this.reasoning(text, status) });
+    const close = (status: WireMessageItem['status']) => {
+      const o = cur!;
+      const item = this.item(o, status);
+      if (o.kind === 'reasoning') send('response.reasoning_text.done', { ...at(o), text: o.text });
+      else send('response.output_text.done', { ...at(o), text: o.text, logprobs: [] });
+      send('response.content_part.done', { ...at(o), part: item.content[0] ?? (o.kind === 'reasoning' ? reasoningPart('') : textPart('')) });
+      send('response.output_item.done', { output_index: o.index, item });
+      items.push(item);
+      cur = undefined;
     };
-    const openMessage = () => {
-      closeThoughts(reasoning, 'completed');
-      message = { item_id: this.messageId, output_index: next++, content_index: 0 };
-      send('response.output_item.added', { output_index: message.output_index, item: { ...this.message('', 'in_progress'), content: [] } });
-      send('response.content_part.added', { ...message, part: textPart('') });
-    };
-    let reasoning = '';
-    let text = '';
     const calls: ToolCallEvent[] = [];
     let done: DoneEvent | undefined;
     for await (const ev of events) {
       if (out.closed) break;
-      if (ev.type === 'delta') {
+      if (ev.type === 'delta' || ev.type === 'reasoning') {
         if (!ev.text) continue;
-        if (!message) openMessage();
-        text += ev.text;
-        send('response.output_text.delta', { ...message!, delta: ev.text, logprobs: [] });
-      } else if (ev.type === 'reasoning') {
-        if (!thoughts) openThoughts();
-        reasoning += ev.text;
-        send('response.reasoning_text.delta', { ...thoughts!, delta: ev.text });
+        const kind = ev.type === 'delta' ? 'text' : 'reasoning';
+        if (cur?.kind !== kind) {
+          if (cur) close('completed');
+          open(kind);
+        }
+        cur!.text += ev.text;
+        if (kind === 'text') send('response.output_text.delta', { ...at(cur!), delta: ev.text, logprobs: [] });
+        else send('response.reasoning_text.delta', { ...at(cur!), delta: ev.text });
       } else if (ev.type === 'tool_calls') calls.push(...ev.calls);
       else done = ev;
     }
     // A client gone or a cancelled generation: nothing to finish (the connection ends without [DONE]).
     if (!done || out.closed) return out.end();
-    const final = this.finish(reasoning, text, calls, done);
+    // The last item is what max_output_tokens cut; a turn with no output at all still answers an (empty) message.
+    if (!cur && items.length === 0 && calls.length === 0) open('text');
+    if (cur) close(done.finishReason === 'length' ? 'incomplete' : 'completed');
+    const final = this.finish(items, calls, done);
     final.output.forEach((item, i) => {
-      if (item.type === 'reasoning') closeThoughts(item.content[0].text, item.status);
-      else if (item.type === 'message') {
-        if (!message) openMessage();
-        send('response.output_text.done', { ...message!, text: item.content[0].text, logprobs: [] });
-        send('response.content_part.done', { ...message!, part: item.content[0] });
-        send('response.output_item.done', { output_index: i, item });
-      } else {
-        closeThoughts(reasoning, 'completed');
-        const at = { item_id: item.id, output_index: i };
-        send('response.output_item.added', { output_index: i, item: { ...item, arguments: '', status: 'in_progress' } });
-        send('response.function_call_arguments.delta', { ...at, delta: item.arguments });
-        send('response.function_call_arguments.done', { ...at, name: item.name, arguments: item.arguments });
-        send('response.output_item.done', { output_index: i, item });
-      }
+      if (item.type !== 'function_call') return;
+      const where = { item_id: item.id, output_index: i };
+      send('response.output_item.added', { output_index: i, item: { ...item, arguments: '', status: 'in_progress' } });
+      send('response.function_call_arguments.delta', { ...where, delta: item.arguments });
+      send('response.function_call_arguments.done', { ...where, name: item.name, arguments: item.arguments });
+      send('response.output_item.done', { output_index: i, item });
     });
     await this.onFinal(final);
     send(final.status === 'completed' ? 'response.completed' : 'response.incomplete', { response: final });
@@ -111,16 +104,16 @@ export class ResponsesRenderer {
   }
 
   /**
-   * The finished response: the thoughts first when there are any, then a message unless the
-   * turn is only tool calls (or only thoughts cut short), then one item per call.
+   * The finished response: the reasoning and message items as written (the last one cut when
+   * max_output_tokens was reached; an empty message when nothing at all was written), then one
+   * item per call.
    */
-  private finish(reasoning: string, text: string, calls: ToolCallEvent[], done: DoneEvent): WireResponse {
+  private finish(items: Array<WireReasoningItem | WireMessageItem>, calls: ToolCallEvent[], done: DoneEvent): WireResponse {
     const incomplete = done.finishReason === 'length';
-    const output: WireOutputItem[] = [];
-    // Thoughts cut by max_output_tokens, with no answer after them, are what is incomplete.
-    const thoughtsOnly = reasoning !== '' && text === '' && calls.length === 0;
-    if (reasoning !== '') output.push(this.reasoning(reasoning, incomplete && thoughtsOnly ? 'incomplete' : 'completed'));
-    if (text !== '' || (calls.length === 0 && !thoughtsOnly)) output.push(this.message(text, incomplete ? 'incomplete' : 'completed'));
+    const output: WireOutputItem[] = [...items];
+    if (output.length === 0 && calls.length === 0) output.push(this.item({ kind: 'text', id: this.itemId('text'), index: 0, text: '' }, 'completed'));
+    const last = output[output.length - 1];
+    if (incomplete && last) output[output.length - 1] = { ...last, status: 'incomplete' } as WireOutputItem;
     for (const c of calls) output.push(functionCall(c));
     return {
       ...this.base,
@@ -131,12 +124,17 @@ export class ResponsesRenderer {
     };
   }
 
-  private reasoning(text: string, status: WireReasoningItem['status']): WireReasoningItem {
-    return { id: this.reasoningId, type: 'reasoning', summary: [], content: text ? [reasoningPart(text)] : [], status };
+  /** Each item gets its own id; the first message takes the one made up front. */
+  private itemId(kind: Segment['kind']): string {
+    if (kind === 'reasoning') return newId('rs_');
+    if (this.firstMessageUsed) return newId('msg_');
+    this.firstMessageUsed = true;
+    return this.firstMessageId;
   }
 
-  private message(text: string, status: WireMessageItem['status']): WireMessageItem {
-    return { id: this.messageId, type: 'message', role: 'assistant', status, content: [textPart(text)] };
+  private item(o: OpenItem, status: WireMessageItem['status']): WireReasoningItem | WireMessageItem {
+    if (o.kind === 'reasoning') return { id: o.id, type: 'reasoning', summary: [], content: o.text ? [reasoningPart(o.text)] : [], status };
+    return { id: o.id, type: 'message', role: 'assistant', status, content: [textPart(o.text)] };
   }
 }
 
@@ -157,7 +155,7 @@ export function wireUsage(u: Usage): WireResponseUsage {
     input_tokens: u.promptTokens,
     input_tokens_details: { cached_tokens: u.cachedPromptTokens },
     output_tokens: u.completionTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
     total_tokens: u.promptTokens + u.completionTokens,
     svc_cached_prompt_tokens: u.cachedPromptTokens,
     svc_prefill_ms: u.prefillMs,
