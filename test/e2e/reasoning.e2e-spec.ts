@@ -194,6 +194,21 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       const fresh = await postJson(`${srv.url}/v1/chat/completions`, { messages: history, max_tokens: 4, temperature: 0, cache_prompt: false });
       expect(second.json.choices[0].message).toEqual(fresh.json.choices[0].message);
       expect(second.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+      // A tool round keeps the first answer's thoughts in the prompt (no user message since); the next
+      // user message drops them: the prompt departs inside the first answer, not the last one.
+      const loop = `think-loop-${Date.now()}`;
+      const a1 = (await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, svc_session: loop })).json.choices[0].message;
+      const call = { id: 'c1', type: 'function', function: { name: 'get_time', arguments: '{}' } };
+      const round = [...hi, { role: 'assistant', content: a1.content, reasoning_content: a1.reasoning_content, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: 'noon' }];
+      const a2 = await postJson(`${srv.url}/v1/chat/completions`, { messages: round, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, svc_session: loop });
+      expect(a2.status).toBe(200);
+      const a3 = await postJson(`${srv.url}/v1/chat/completions`, { messages: [...round, { role: 'assistant', content: a2.json.choices[0].message.content }, { role: 'user', content: 'thanks' }], max_tokens: 4, temperature: 0, svc_session: loop });
+      expect([a3.status, a3.json.error]).toEqual([200, undefined]);
+      // With thinking off the template still writes (and later drops) an empty think block: the same holds.
+      const off = `think-off-${Date.now()}`;
+      const t1 = await postJson(`${srv.url}/v1/chat/completions`, { messages: hi, max_tokens: MAX, temperature: 0, reasoning_effort: 'none', svc_session: off });
+      const t2 = await postJson(`${srv.url}/v1/chat/completions`, { messages: [...hi, { role: 'assistant', content: t1.json.choices[0].message.content }, { role: 'user', content: 'more' }], max_tokens: 4, temperature: 0, reasoning_effort: 'none', svc_session: off });
+      expect([t1.status, t2.status, t2.json.error]).toEqual([200, 200, undefined]);
       // A prompt that departs before the answer is still refused.
       const other = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'bye' }], max_tokens: 2, svc_session: session });
       expect([other.status, other.json.error.message]).toEqual([400, expect.stringMatching(/diverges from it at token/)]);

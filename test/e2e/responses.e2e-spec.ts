@@ -232,7 +232,7 @@ describe('responses API on the real engine (stories260K)', () => {
     const cases: Array<[unknown, RegExp]> = [
       [{ input: 42 }, /^cannot parse request: input: must be a string or an array of input items/],
       [{}, /^cannot parse request: input/],
-      [{ input: [{ type: 'bogus' }] }, /^cannot parse request: input\[0\]\.type must be message, function_call or function_call_output/],
+      [{ input: [{ type: 'bogus' }] }, /^cannot parse request: input\[0\]\.type must be message, function_call, function_call_output or reasoning/],
       [{ input: [{ role: 'wizard', content: 'hi' }] }, /^cannot parse request: input\[0\]\.role must be user, assistant, system or developer/],
       [{ input: [{ role: 'user', content: 7 }] }, /^cannot parse request: input\[0\]\.content must be a string or an array of parts/],
       [{ input: 'hi', previous_response_id: 'not-a-response' }, /^previous_response_id must be a response id \(resp_\.\.\.\)/],

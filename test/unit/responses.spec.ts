@@ -72,6 +72,19 @@ describe('responses input mapping', () => {
     ]);
   });
 
+  it('one answer\'s items (thoughts, text, calls, thoughts after text) are one assistant turn, as a previous_response_id chain carries them', () => {
+    const think = (text: string) => ({ type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text }] });
+    const say = (text: string) => ({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+    expect(
+      inputToCore([{ role: 'user', content: 'hi' }, think('a '), say('Let me check. '), think('b'), say('Done.'), { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'ok' }, think('c')]),
+    ).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'Let me check. Done.', reasoning_content: 'a b', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      { role: 'assistant', content: '', reasoning_content: 'c' },
+    ]);
+  });
+
   it('puts this turn\'s instructions ahead of the carried conversation and forks the earlier context', () => {
     const d = Object.assign(new ResponsesRequestDto(), { input: 'Next', instructions: 'Be brief', tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'g' }], tool_choice: { type: 'function', name: 'g' } });
     const prior = { conversation: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }], context: { weights: 'm', id: 'ctx_1' } };

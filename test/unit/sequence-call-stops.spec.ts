@@ -43,6 +43,11 @@ describe('Sequence: stop strings and an opened tool call', () => {
     expect(run(new Sequence(spec({ callMarker: /<tool_call>/ }), model), 0)).toEqual({ at: 1, stop: '\n' });
   });
 
+  it('the template\'s own stops still hold in the call (they end the turn)', () => {
+    const s = new Sequence(spec({ stop: ['\n', '</tool_call>'], callStops: ['</tool_call>'], callMarker: /<tool_call>/ }), model);
+    expect(run(s, 2)).toEqual({ at: 7, stop: '</tool_call>' });
+  });
+
   it('once the marker is written (across tokens), "\\n" in the call no longer stops it', async () => {
     const s = new Sequence(spec({ callMarker: /<tool_call>/ }), model);
     expect(run(s, 2)).toEqual({ at: -1 });

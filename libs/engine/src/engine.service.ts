@@ -92,8 +92,8 @@ export class EngineService implements OnApplicationShutdown {
     let session: SessionBinding | undefined;
     try {
       if (req.session) {
-        // A reasoning template's answer turn opens with the generation prompt (its think tag included), and a
-        // later prompt renders that turn again without the thoughts: it may depart from the context from there.
+        // A reasoning template's answer turn opens with the generation prompt (its think tag included), and
+        // later prompts render that turn again without its thoughts: they may depart from the context there.
         const chat = rendered.chat;
         const turnStart = chat?.supportsThinking ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
         session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`, { turnStart });
@@ -114,6 +114,7 @@ export class EngineService implements OnApplicationShutdown {
         // A forced call is call syntax from its first token: a stop string ("\n") would only cut it.
         stop: [...(rendered.callFromStart ? [] : req.stop), ...(rendered.chat?.additionalStops ?? [])],
         callMarker: rendered.callMarker,
+        callStops: rendered.chat?.additionalStops,
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,
         reusePrefix: req.reusePrefix,

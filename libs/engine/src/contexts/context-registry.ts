@@ -241,9 +241,9 @@ export class ContextRegistry {
    * holds (a few trailing tokens may re-tokenize differently). Marks it busy
    * until the request ends. With dropDivergent, a prompt that departs from the
    * context keeps the common prefix and recomputes the rest (stored responses:
-   * the template may render a past turn unlike the tokens the model sampled). `turnStart`: where
-   * this prompt's answer turn begins; after an answer with thoughts, the next prompt may depart
-   * from the context from there (a reasoning template renders past turns without them).
+   * the template may render a past turn unlike the tokens the model sampled). `turnStart` (a
+   * reasoning template's request): where this prompt's answer turn begins; a later prompt may
+   * depart from the context inside any such turn (the template renders them without thoughts).
    */
   async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean; turnStart?: number } = {}): Promise<SessionBinding> {
     this.checkLive(c);
@@ -251,10 +251,10 @@ export class ContextRegistry {
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
     const slack = Math.min(RETOKENIZE_SLACK, Math.floor(c.tokens.length / 2));
-    // A prompt may depart inside the last answer when it held thoughts (the template leaves them out of past turns).
-    const answer = c.thoughtAnswer?.tokens === c.tokens ? c.thoughtAnswer.from : Infinity;
-    const departsInThoughtAnswer = n >= answer && prompt.length > n;
-    if (!opts.dropDivergent && !departsInThoughtAnswer && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
+    // A reasoning template's prompt may depart inside a past answer turn (it renders them without their thoughts).
+    const turns = c.answerTurns?.tokens === c.tokens ? c.answerTurns.starts.filter((s) => s <= n) : [];
+    const departsInAnswer = turns.length > 0 && prompt.length > n;
+    if (!opts.dropDivergent && !departsInAnswer && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
     c.busy = true;
@@ -279,9 +279,10 @@ export class ContextRegistry {
     return {
       seq: c.seq as number,
       held: c.tokens,
-      onRelease: (held, _completed, thought) => {
+      onRelease: (held) => {
         c.tokens = held.slice();
-        c.thoughtAnswer = thought ? { from: Math.max(0, Math.min(opts.turnStart ?? prompt.length, c.tokens.length)), tokens: c.tokens } : undefined;
+        const start = opts.turnStart;
+        c.answerTurns = start === undefined ? undefined : { starts: [...turns, Math.max(0, Math.min(start, c.tokens.length))], tokens: c.tokens };
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         c.busy = false;
         if (c.dropWhenIdle) void this.delete(c).catch(() => undefined);

@@ -31,11 +31,12 @@ export class KvContext {
   /** Deleted as soon as the request bound to it lets go (its owner dropped it mid-generation). */
   dropWhenIdle = false;
   /**
-   * Where the last request's answer starts in `tokens`, when that answer held thoughts: a
-   * reasoning template renders a past turn without them, so the next prompt departs from what
-   * the context holds inside that answer. Valid while `tokens` is still that array.
+   * Where the answer turns of a reasoning template's requests began in `tokens`: such a template
+   * renders past turns without their thoughts (or shows them only until the next user message),
+   * so a later prompt departs from what the context holds inside one of them. Valid while
+   * `tokens` is still that array (any other change of the tokens leaves them unused).
    */
-  thoughtAnswer?: { from: number; tokens: Int32Array };
+  answerTurns?: { starts: number[]; tokens: Int32Array };
 
   constructor(
     readonly id: string,

@@ -303,7 +303,7 @@ export class Scheduler {
     if (s.spec.session) {
       // The context keeps its sequence; what the KV holds is exactly what was decoded.
       const all = s.heldTokens();
-      s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain, s.thought);
+      s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain);
     } else if (retain && s.spec.retainPrefix) {
       for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length, s.spec.cachePartition)) this.freeSeq(freed);
     } else {

@@ -15,8 +15,8 @@ export interface SessionBinding {
   seq: number;
   /** Tokens the sequence holds now; the prompt starts with them. */
   held: Int32Array;
-  /** Called with what the sequence holds once the request ends (`thought`: its answer held thoughts). */
-  onRelease(held: Int32Array, completed: boolean, thought?: boolean): void;
+  /** Called with what the sequence holds once the request ends. */
+  onRelease(held: Int32Array, completed: boolean): void;
 }
 
 /** What the scheduler needs to run one request. */
@@ -37,8 +37,10 @@ export interface SequenceSpec {
   parseCalls?: boolean;
   /** Control tokens shown as text (a parsed format's markers); others show as nothing. */
   shownSpecial?: Int32Array;
-  /** What opens a tool call: stop strings apply to the text before it only, never to call syntax. */
+  /** What opens a tool call: the caller's stop strings apply to the text before it only, never to call syntax. */
   callMarker?: RegExp;
+  /** The stops that still hold once a call opened (the template's own, which end the turn). */
+  callStops?: string[];
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
@@ -73,7 +75,7 @@ export class Sequence {
   firstTokenAt = 0;
 
   private readonly decoder = new TokenTextDecoder();
-  private readonly stops: StopMatcher;
+  private stops: StopMatcher;
   private rawText = '';
   private emittedContent = '';
   private emittedReasoning = '';
@@ -81,7 +83,7 @@ export class Sequence {
   private reasoningTokens = 0;
   private countedTokens = 0;
   private readonly shown: ReadonlySet<number>;
-  /** The text so far, kept only until a call opens (spec.callMarker); then stop strings are off. */
+  /** The latest text, kept only until a call opens (spec.callMarker); then only the template's stops hold. */
   private beforeCall: string | undefined;
   private pendingLogprobs: TokenLogprob[] = [];
   /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
@@ -144,7 +146,8 @@ export class Sequence {
     const text = this.decoder.push(bytes);
     if (text) {
       this.decodedChars += text.length;
-      const { emit, stop } = this.inCall(text) ? { emit: this.stops.flush() + text, stop: undefined } : this.stops.push(text);
+      if (this.callOpens(text)) this.stops = new StopMatcher(this.spec.callStops ?? [], this.stops.flush());
+      const { emit, stop } = this.stops.push(text);
       this.output(emit);
       if (stop !== undefined) return { finish: 'stop', stop };
     }
@@ -153,18 +156,14 @@ export class Sequence {
     return {};
   }
 
-  /** Whether `text` is in (or opens) a tool call: the marker is looked for before stop strings see the text. */
-  private inCall(text: string): boolean {
-    if (this.beforeCall === undefined) return this.spec.callMarker !== undefined && this.spec.stop.length > 0;
-    this.beforeCall += text;
+  /** Whether `text` opens a tool call: the marker is looked for before the stop strings see the text. */
+  private callOpens(text: string): boolean {
+    if (this.beforeCall === undefined) return false;
+    // A window, not the whole answer: a marker is short, and a rescan of everything at each token grew with its square.
+    this.beforeCall = (this.beforeCall + text).slice(-MARKER_WINDOW);
     if (!this.spec.callMarker!.test(this.beforeCall)) return false;
     this.beforeCall = undefined;
     return true;
-  }
-
-  /** Some of the output was thoughts (a reasoning template's think block). */
-  get thought(): boolean {
-    return this.emittedReasoning.length > 0;
   }
 
   /** Flushes held text, parses tool calls and sends `done`. */
@@ -284,6 +283,9 @@ export class Sequence {
     };
   }
 }
+
+/** Characters of recent text a call marker is looked for in. */
+const MARKER_WINDOW = 1024;
 
 /** Arguments as compact JSON (grammars allow whitespace a weak model spends freely). */
 function compactJson(text: string): string {

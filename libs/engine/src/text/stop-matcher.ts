@@ -7,14 +7,20 @@ export class StopMatcher {
   private pending = '';
   private readonly maxLen: number;
 
-  constructor(private readonly stops: readonly string[]) {
+  /** `held`: text an earlier matcher held back, which this one goes on from. */
+  constructor(private readonly stops: readonly string[], held = '') {
     this.stops = stops.filter((s) => s.length > 0);
     this.maxLen = this.stops.reduce((m, s) => Math.max(m, s.length), 0);
+    this.pending = held;
   }
 
   /** Adds text; returns what is safe to emit, and the stop string if one matched. */
   push(text: string): { emit: string; stop?: string } {
-    if (this.maxLen === 0) return { emit: text };
+    if (this.maxLen === 0) {
+      const emit = this.pending + text;
+      this.pending = '';
+      return { emit };
+    }
     this.pending += text;
     let best = -1;
     let which: string | undefined;

@@ -126,7 +126,8 @@ function toCoreMessages(m: MessagesInputMessage, i: number): CoreMessage[] {
         out.push({ role: 'tool', tool_call_id: str(b.tool_use_id, `${at}.tool_use_id`), content: toolResultContent(b, at) });
         break;
       case 'thinking':
-        reasoning = typeof b.thinking === 'string' ? b.thinking : undefined;
+        // An answer may hold several thinking blocks (thoughts after text): all of them go back, in order.
+        if (typeof b.thinking === 'string' && b.thinking) reasoning = (reasoning ?? '') + b.thinking;
         break;
       case 'redacted_thinking':
         break; // opaque to this server: nothing to show the model

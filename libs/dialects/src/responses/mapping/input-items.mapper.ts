@@ -19,9 +19,8 @@ export function inputToCore(input: string | ResponsesInputItem[]): CoreMessage[]
     switch (item.type ?? 'message') {
       case 'message': {
         const msg = messageToCore(item, at);
-        const last = out[out.length - 1];
-        // The answer after its reasoning item is one turn.
-        if (msg.role === 'assistant' && last?.role === 'assistant' && last.reasoning_content !== undefined && last.content === '' && !last.tool_calls) out[out.length - 1] = { ...msg, reasoning_content: last.reasoning_content };
+        const answer = msg.role === 'assistant' ? openAnswer(out) : undefined;
+        if (answer && typeof answer.content === 'string' && typeof msg.content === 'string') answer.content += msg.content;
         else out.push(msg);
         break;
       }
@@ -36,16 +35,27 @@ export function inputToCore(input: string | ResponsesInputItem[]): CoreMessage[]
         out.push({ role: 'tool', tool_call_id: str(item.call_id, `${at}.call_id`), content: outputText(item.output, `${at}.output`) });
         break;
       case 'reasoning': {
-        // An earlier answer's thoughts: they go with the assistant turn that follows (the template decides whether to show them).
+        // An earlier answer's thoughts: they go with its turn (the template decides whether to show them).
         const text = Array.isArray(item.content) ? item.content.map((p) => (typeof (p as { text?: unknown })?.text === 'string' ? (p as { text: string }).text : '')).join('') : '';
-        if (text) out.push({ role: 'assistant', content: '', reasoning_content: text });
+        const answer = openAnswer(out);
+        if (answer) answer.reasoning_content = (answer.reasoning_content ?? '') + text;
+        else if (text) out.push({ role: 'assistant', content: '', reasoning_content: text });
         break;
       }
       default:
-        throw new InvalidRequestError(`cannot parse request: ${at}.type must be message, function_call or function_call_output, got ${JSON.stringify(item.type)}`);
+        throw new InvalidRequestError(`cannot parse request: ${at}.type must be message, function_call, function_call_output or reasoning, got ${JSON.stringify(item.type)}`);
     }
   });
   return out;
+}
+
+/**
+ * The assistant turn an output item joins: one answer's items (thoughts, text, calls, in any
+ * order) are one turn, as a previous_response_id chain carries them.
+ */
+function openAnswer(out: CoreMessage[]): CoreMessage | undefined {
+  const last = out[out.length - 1];
+  return last?.role === 'assistant' ? last : undefined;
 }
 
 function messageToCore(item: ResponsesInputItem, at: string): CoreMessage {
