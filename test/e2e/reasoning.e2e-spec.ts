@@ -274,6 +274,12 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([chat.message.thinking, chat.message.content]).toEqual([thoughts, '']);
       const gen = await ollama.generate({ model: 'thinker', prompt: 'hi', stream: false, options });
       expect([gen.thinking, gen.response]).toEqual([thoughts, '']);
+      // `context` holds the thoughts too (it held the prompt alone: a follow-up read an empty, open think block).
+      const ids = [...gen.context!];
+      expect(ids.length).toBe(gen.prompt_eval_count! + gen.eval_count!);
+      let ctx: number[] = [];
+      for await (const part of await ollama.generate({ model: 'thinker', prompt: 'hi', stream: true, options })) if (part.done) ctx = part.context!;
+      expect(ctx).toEqual(ids);
 
       let streamed = '';
       for await (const part of await ollama.chat({ model: 'thinker', messages: hi, stream: true, options })) {

@@ -41,4 +41,6 @@ export type GenerationEvent =
       usage: Usage;
       /** Model name as resolved. */
       model: string;
+      /** The output as generated, when it was parsed (thoughts, their tags and call syntax included). */
+      output?: string;
     };

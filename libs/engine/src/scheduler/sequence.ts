@@ -206,6 +206,7 @@ export class Sequence {
       finishReason,
       stopSequence: stop,
       model: this.spec.modelName,
+      ...(this.spec.parser ? { output: this.rawText } : {}),
       usage: {
         promptTokens: this.spec.promptTokens.length,
         completionTokens: this.generated.length,

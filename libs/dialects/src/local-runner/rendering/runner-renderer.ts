@@ -32,7 +32,7 @@ export class RunnerRenderer {
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<Record<string, unknown>> {
     const c = await collect(events);
-    return { ...this.chunk(c.text, c.toolCalls, c.logprobs, c.reasoning), ...this.final(c.done), ...(await this.context(c.text)) };
+    return { ...this.chunk(c.text, c.toolCalls, c.logprobs, c.reasoning), ...this.final(c.done), ...(await this.context(c.done.output ?? c.text)) };
   }
 
   async stream(events: AsyncIterable<GenerationEvent>, out: StreamWriter): Promise<void> {
@@ -49,7 +49,8 @@ export class RunnerRenderer {
       } else if (ev.type === 'tool_calls') {
         out.line({ ...this.chunk('', ev.calls), done: false });
       } else {
-        out.line({ ...this.chunk('', []), ...this.final(ev), ...(await this.context(answer)) });
+        // The output as generated when it was parsed: a reasoning model's thoughts belong in the context too.
+        out.line({ ...this.chunk('', []), ...this.final(ev), ...(await this.context(ev.output ?? answer)) });
       }
     }
     out.end();
