@@ -162,6 +162,10 @@ ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatP
     triggers.Set((uint32_t) i, o);
   }
   ro("callTriggers", triggers);
+  ro("thinkingStartTag", Napi::String::New(env, p.thinking_start_tag));
+  auto ends = Napi::Array::New(env, p.thinking_end_tags.size());
+  for (size_t i = 0; i < p.thinking_end_tags.size(); i++) ends.Set((uint32_t) i, p.thinking_end_tags[i]);
+  ro("thinkingEndTags", ends);
 }
 
 Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {

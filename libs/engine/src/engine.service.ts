@@ -114,6 +114,7 @@ export class EngineService implements OnApplicationShutdown {
         // A forced call is call syntax from its first token: a stop string ("\n") would only cut it.
         stop: [...(rendered.callFromStart ? [] : req.stop), ...(rendered.chat?.additionalStops ?? [])],
         callMarker: rendered.callMarker,
+        thoughtTags: rendered.thoughtTags,
         callStops: rendered.chat?.additionalStops,
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix,

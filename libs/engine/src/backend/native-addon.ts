@@ -133,6 +133,9 @@ export interface NativeChatPrompt {
   readonly supportsThinking: boolean;
   /** Single tokens the format's markers are made of: shown as text in the output (llama-server's preserved tokens). */
   readonly preservedTokens: Int32Array;
+  /** The think block's tags ('' and [] where the format has none). */
+  readonly thinkingStartTag: string;
+  readonly thinkingEndTags: string[];
   /** What starts a call under the lazy tool grammar (llama.cpp's grammar triggers). */
   readonly callTriggers: ReadonlyArray<{ kind: 'word' | 'pattern' | 'pattern_full' | 'token'; value: string }>;
   /** Parse generated text (partial=true while streaming) into reasoning, content and tool calls. */

@@ -1,5 +1,6 @@
 import { NativeChatPrompt } from '../backend/native-addon';
 import { OutputParser } from './tool-fallback';
+import { ThoughtTags } from '../text/call-watch';
 
 /**
  * Wrappers around llama.cpp's chat-output parser (and the JSON-call parser of templates without
@@ -19,6 +20,14 @@ export function callMarker(chat: NativeChatPrompt): RegExp | undefined {
   } catch {
     return undefined; // a pattern JavaScript reads otherwise: stop strings then apply throughout, as before
   }
+}
+
+/** A reasoning template's think block: its tags, and whether the generation prompt opened it. */
+export function thoughtTags(chat: NativeChatPrompt): ThoughtTags | undefined {
+  const start = chat.thinkingStartTag;
+  const ends = chat.thinkingEndTags.filter((e) => e !== '');
+  if (!chat.supportsThinking || !start || ends.length === 0) return undefined;
+  return { start, ends, openAtStart: chat.generationPrompt.trimEnd().endsWith(start.trim()) };
 }
 
 /**

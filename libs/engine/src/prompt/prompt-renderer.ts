@@ -6,7 +6,8 @@ import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
 import { wellFormed } from './well-formed';
 import { jsonToolCallParser, OutputParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
-import { callMarker, firstCallOnly, thoughtsThen, withoutCalls, withoutPrefill } from './output-parsers';
+import { callMarker, firstCallOnly, thoughtsThen, thoughtTags, withoutCalls, withoutPrefill } from './output-parsers';
+import { ThoughtTags } from '../text/call-watch';
 
 export interface RenderedPrompt {
   text: string;
@@ -24,6 +25,8 @@ export interface RenderedPrompt {
   callFromStart?: boolean;
   /** What opens a call under a lazy tool grammar: from there on the output is call syntax. */
   callMarker?: RegExp;
+  /** A reasoning template's think block, where a call marker opens nothing. */
+  thoughtTags?: ThoughtTags;
 }
 
 /** Turns a core prompt into model text through the model's own chat template. */
@@ -94,7 +97,7 @@ export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint
   const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prefill);
   const forced = choice === 'required';
   if (templateHasTools && chat.grammar) {
-    return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat) };
+    return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat), thoughtTags: thoughtTags(chat) };
   }
   if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true };
   // No tool-call format in the template (or no grammar for a required call):

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { OutputParser, ParsedOutput } from '../prompt/tool-fallback';
 import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
 import { StopMatcher } from '../text/stop-matcher';
+import { CallWatch, ThoughtTags } from '../text/call-watch';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
 import type { PrefixEntry } from './prefix-cache';
@@ -41,6 +42,8 @@ export interface SequenceSpec {
   callMarker?: RegExp;
   /** The stops that still hold once a call opened (the template's own, which end the turn). */
   callStops?: string[];
+  /** A reasoning template's think block: a call marker inside it opens no call. */
+  thoughtTags?: ThoughtTags;
   ignoreEos?: boolean;
   session?: SessionBinding;
   signal?: AbortSignal;
@@ -83,8 +86,8 @@ export class Sequence {
   private reasoningTokens = 0;
   private countedTokens = 0;
   private readonly shown: ReadonlySet<number>;
-  /** The latest text, kept only until a call opens (spec.callMarker); then only the template's stops hold. */
-  private beforeCall: string | undefined;
+  /** Looks for the call marker (spec.callMarker) while there are stop strings to turn off. */
+  private readonly callWatch: CallWatch | undefined;
   private pendingLogprobs: TokenLogprob[] = [];
   /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
   private pendingStarts: number[] = [];
@@ -98,7 +101,7 @@ export class Sequence {
   ) {
     this.stops = new StopMatcher(spec.stop);
     this.shown = new Set(spec.parser ? spec.shownSpecial ?? [] : []);
-    if (spec.callMarker && spec.stop.length) this.beforeCall = '';
+    this.callWatch = spec.callMarker && spec.stop.length ? new CallWatch(spec.callMarker, spec.thoughtTags) : undefined;
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
@@ -146,7 +149,8 @@ export class Sequence {
     const text = this.decoder.push(bytes);
     if (text) {
       this.decodedChars += text.length;
-      if (this.callOpens(text)) this.stops = new StopMatcher(this.spec.callStops ?? [], this.stops.flush());
+      // Once a call opens, only the template's own stops hold (the caller's are for the answer's text).
+      if (this.callWatch?.push(text)) this.stops = new StopMatcher(this.spec.callStops ?? [], this.stops.flush());
       const { emit, stop } = this.stops.push(text);
       this.output(emit);
       if (stop !== undefined) return { finish: 'stop', stop };
@@ -154,16 +158,6 @@ export class Sequence {
     if (this.generated.length >= this.spec.maxTokens) return { finish: 'length' };
     if (this.length + 1 > nCtxSeq) return { finish: 'length' };
     return {};
-  }
-
-  /** Whether `text` opens a tool call: the marker is looked for before the stop strings see the text. */
-  private callOpens(text: string): boolean {
-    if (this.beforeCall === undefined) return false;
-    // A window, not the whole answer: a marker is short, and a rescan of everything at each token grew with its square.
-    this.beforeCall = (this.beforeCall + text).slice(-MARKER_WINDOW);
-    if (!this.spec.callMarker!.test(this.beforeCall)) return false;
-    this.beforeCall = undefined;
-    return true;
   }
 
   /** Flushes held text, parses tool calls and sends `done`. */
@@ -284,9 +278,6 @@ export class Sequence {
     };
   }
 }
-
-/** Characters of recent text a call marker is looked for in. */
-const MARKER_WINDOW = 1024;
 
 /** Arguments as compact JSON (grammars allow whitespace a weak model spends freely). */
 function compactJson(text: string): string {
