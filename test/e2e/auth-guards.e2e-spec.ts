@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { AuthFiles, expectOpenHealth, expectUnauthorized, ROUTES, send } from './helpers/auth';
 import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
-import { RunningServer, startServer } from './helpers/server';
+import { aliceAndBobCallers, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
 
@@ -155,6 +155,41 @@ describe('browser origins', () => {
     expect(studio.json).toEqual({ error: { message: 'Studio answers this machine only', type: 'Misdirected Request' } });
     // Addressed as localhost the check passes (the routes themselves come with their modules).
     expect([200, 404]).toContain((await send(`${srv.url}/studio`, { headers: { ...auth, host: `localhost:${srv.port}` } })).status);
+  });
+});
+
+describe('a keyless server and DNS rebinding', () => {
+  let srv: RunningServer;
+  beforeAll(async () => (srv = await startServer(['-m', model(), '-threads', '1', '-cors', 'https://app.example'])));
+  afterAll(() => srv?.stop());
+
+  it('a loopback request whose Host names another machine is refused: a rebound page read every context with GET', async () => {
+    const made = await send(`${srv.url}/v1/contexts`, { method: 'POST', body: { prompt: 'my bank password is hunter2' } });
+    expect(made.status).toBe(201);
+    for (const path of ['/v1/contexts', `/v1/contexts/${made.json.id}/export`, '/api/tags', '/metrics']) {
+      const rebound = await send(`${srv.url}${path}`, { headers: { host: `rebound.example:${srv.port}` } });
+      const message = typeof rebound.json?.error === 'string' ? rebound.json.error : rebound.json?.error?.message;
+      expect([path, rebound.status, message]).toEqual([path, 403, `the Host header "rebound.example:${srv.port}" does not name this server`]);
+    }
+    // This machine's own names, and a -cors origin's host, still reach it; /healthz is open to probes.
+    for (const host of [`localhost:${srv.port}`, `127.0.0.1:${srv.port}`, `app.example:${srv.port}`]) {
+      expect([host, (await send(`${srv.url}/v1/contexts`, { headers: { host } })).status]).toEqual([host, 200]);
+    }
+    expect((await send(`${srv.url}/healthz`, { headers: { host: `rebound.example:${srv.port}` } })).status).toBe(200);
+  });
+});
+
+describe('two credentials on one request', () => {
+  let srv: RunningServer;
+  beforeAll(async () => (srv = await startServer(['-m', model(), '-threads', '1', '-callers', aliceAndBobCallers()])));
+  afterAll(() => srv?.stop());
+
+  it('every credential sent must be right and name one caller (a wrong one beside a right one was ignored)', async () => {
+    const as = (headers: Record<string, string>) => send(`${srv.url}/v1/models`, { headers });
+    expect((await as({ authorization: 'Bearer alice-key', 'x-api-key': 'alice-key' })).status).toBe(200);
+    expect((await as({ authorization: 'Bearer not-a-key', 'x-api-key': 'alice-key' })).status).toBe(401);
+    expect((await as({ authorization: 'Bearer bob-key', 'x-api-key': 'alice-key' })).status).toBe(401);
+    expect((await as({ 'x-api-key': 'alice-key' })).status).toBe(200);
   });
 });
 

@@ -12,6 +12,7 @@ import { clearanceFailure, DEFAULT_LEVELS, MarkingSyntaxError, parseLevels, pars
 import { claimList, looksLikeJwt } from '../../libs/auth/src/oidc';
 import {
   isServerOrigin,
+  keylessHostRefusal,
   localSurface,
   localSurfaceRefusal,
   mutationRefusal,
@@ -145,6 +146,16 @@ describe('origin matcher', () => {
     expect(mutationRefusal(view({ method: 'GET', headers: { origin: 'https://evil.example' } }), cors)).toBeNull();
     expect(mutationRefusal(view({}), cors)).toBeNull();
     expect(mutationRefusal(view({ method: 'PUT', headers: { origin: 'https://evil.example' } }), cors)?.status).toBe(403);
+  });
+
+  it('a keyless server refuses a loopback request whose Host names another machine (DNS rebinding)', () => {
+    const at = (host: string | undefined, localAddress = '127.0.0.1') => keylessHostRefusal(view({ method: 'GET', path: '/v1/contexts', localAddress, headers: { host } }), ['https://app.example'], 'mybox');
+    for (const ok of ['localhost:11435', '127.0.0.1:11435', '[::1]:11435', 'svc.localhost', 'mybox:11435', 'MyBox.local', 'app.example:11435']) expect([ok, at(ok)]).toEqual([ok, null]);
+    expect(at('rebound.example:11435')).toEqual({ status: 403, message: 'the Host header "rebound.example:11435" does not name this server' });
+    expect(at('')?.status).toBe(403);
+    // Not over loopback (a container port, a cluster service name), or no Host at all (HTTP/1.0): not this rule's.
+    expect(at('svc.default.svc.cluster.local:11435', '10.1.2.3')).toBeNull();
+    expect(at(undefined)).toBeNull();
   });
 
   it('guards studio and MCP against rebinding and other machines', () => {

@@ -8,7 +8,8 @@ import { certificateName } from './client-cert';
 import { KeyRing, storedKeyDigest } from './keys';
 import { clearanceFailure, levelRank, Marking, MarkingSyntaxError, normalizeCompartment, parseMarking } from './marking';
 import { claimList, looksLikeJwt, OidcVerifier } from './oidc';
-import { header, localSurface, localSurfaceRefusal, mutationRefusal, RequestView } from './origin';
+import { header, keylessHostRefusal, localSurface, localSurfaceRefusal, mutationRefusal, RequestView } from './origin';
+import { hostname } from 'node:os';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -85,11 +86,12 @@ export class AuthService {
     };
   }
 
-  /** Browser-origin rules: studio/MCP rebinding defence, then cross-origin mutations. */
+  /** Browser-origin rules: studio/MCP rebinding defence, cross-origin mutations, then a keyless server's own Host check. */
   checkOrigin(req: FastifyRequest): void {
     const v = this.view(req);
     const surface = localSurface(v.path);
-    const refusal = (surface && localSurfaceRefusal(v, surface)) || mutationRefusal(v, this.cfg.cors);
+    const refusal =
+      (surface && localSurfaceRefusal(v, surface)) || mutationRefusal(v, this.cfg.cors) || (!this.required ? keylessHostRefusal(v, this.cfg.cors, MACHINE) : null);
     if (refusal) throw new HttpException(refusal.message, refusal.status);
   }
 
@@ -118,15 +120,15 @@ export class AuthService {
     const checkable = this.ring.size > 0 || !!this.oidc;
     if (!checkable) presented.length = 0;
     else if (auth && !bearer) return undefined; // an Authorization scheme other than Bearer is a wrong credential
+    // Every credential presented must be right and name the same caller: a wrong one beside a
+    // right one was ignored, and two callers' keys named whichever header came first.
+    let found: Caller | undefined;
     for (const cred of presented) {
-      if (this.oidc && looksLikeJwt(cred)) {
-        const c = await this.fromToken(cred);
-        if (c) return c;
-        continue;
-      }
-      const c = this.ring.match(cred);
-      if (c) return c;
+      const c = this.oidc && looksLikeJwt(cred) ? await this.fromToken(cred) : this.ring.match(cred);
+      if (!c || (found && found.name !== c.name)) return undefined;
+      found ??= c;
     }
+    if (found) return found;
     // A presented credential that failed is a wrong credential, even over mTLS.
     if (presented.length > 0) return undefined;
     if (this.cfg.tlsClientCa) {
@@ -194,6 +196,9 @@ export class AuthService {
     this.classify(req, caller);
   }
 }
+
+/** This machine's name, read once (a keyless server's Host check allows it). */
+const MACHINE = hostname();
 
 /**
  * The path as the router sees it: up to `?` or `#`, percent-escapes decoded

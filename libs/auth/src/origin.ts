@@ -160,6 +160,36 @@ export function localSurfaceRefusal(v: RequestView, surface: LocalSurface): Orig
   return null;
 }
 
+/**
+ * DNS-rebinding defence for a server with no credentials (the default): a request that arrived
+ * over loopback must name this server in Host (loopback names, this machine's name, the arrival
+ * address, the -addr host, or the host of a -cors origin). A rebound name reaches the same
+ * socket, and a page's same-origin GETs carry no Origin: they read contexts and exports. The
+ * local runner checks its loopback Host the same way. Requests from other machines (a container
+ * port, a cluster service name) and keyed servers are not affected.
+ */
+export function keylessHostRefusal(v: RequestView, permitted: string[], machine: string): OriginRefusal | null {
+  const hostHeader = header(v, 'host');
+  if (hostHeader === undefined || !isLoopbackAddress(v.localAddress)) return null;
+  const host = parseHost(hostHeader);
+  if (host && (namesServer(host.name, v) || namesMachine(host.name, machine) || permitted.some((o) => o !== '*' && hostOf(o) === host.name))) return null;
+  return { status: 403, message: `the Host header "${hostHeader}" does not name this server` };
+}
+
+/** This machine's name, bare or with a .local / .localdomain suffix. */
+function namesMachine(host: string, machine: string): boolean {
+  const m = machine.toLowerCase();
+  return !!m && (host === m || host === `${m}.local` || host === `${m}.localdomain`);
+}
+
+function hostOf(origin: string): string | undefined {
+  try {
+    return bare(new URL(origin).hostname);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Headers a permitted origin's preflight answers with. */
 export function preflightHeaders(v: RequestView): Record<string, string> {
   const origin = header(v, 'origin') as string;
