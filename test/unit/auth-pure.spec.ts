@@ -150,8 +150,12 @@ describe('origin matcher', () => {
 
   it('a keyless server refuses a loopback request whose Host names another machine (DNS rebinding)', () => {
     const at = (host: string | undefined, localAddress = '127.0.0.1') => keylessHostRefusal(view({ method: 'GET', path: '/v1/contexts', localAddress, headers: { host } }), ['https://app.example'], 'mybox');
-    for (const ok of ['localhost:11435', '127.0.0.1:11435', '[::1]:11435', 'svc.localhost', 'mybox:11435', 'MyBox.local', 'app.example:11435']) expect([ok, at(ok)]).toEqual([ok, null]);
+    // Names no attacker can own in public DNS: loopback, this machine, -cors hosts, IP literals, single labels, local-only suffixes.
+    for (const ok of ['localhost:11435', '127.0.0.1:11435', '[::1]:11435', 'svc.localhost', 'mybox:11435', 'MyBox.local', 'app.example:11435', '0.0.0.0:11435', '192.168.1.5', 'x', 'svc:11435', 'printer.local', 'db.internal']) {
+      expect([ok, at(ok)]).toEqual([ok, null]);
+    }
     expect(at('rebound.example:11435')).toEqual({ status: 403, message: 'the Host header "rebound.example:11435" does not name this server' });
+    expect(at('evil.co.uk')?.status).toBe(403);
     expect(at('')?.status).toBe(403);
     // Not over loopback (a container port, a cluster service name), or no Host at all (HTTP/1.0): not this rule's.
     expect(at('svc.default.svc.cluster.local:11435', '10.1.2.3')).toBeNull();

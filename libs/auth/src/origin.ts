@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 /**
  * Browser-origin rules (pure). A "view" of the request keeps them testable
  * without a server.
@@ -162,18 +163,26 @@ export function localSurfaceRefusal(v: RequestView, surface: LocalSurface): Orig
 
 /**
  * DNS-rebinding defence for a server with no credentials (the default): a request that arrived
- * over loopback must name this server in Host (loopback names, this machine's name, the arrival
- * address, the -addr host, or the host of a -cors origin). A rebound name reaches the same
- * socket, and a page's same-origin GETs carry no Origin: they read contexts and exports. The
- * local runner checks its loopback Host the same way. Requests from other machines (a container
- * port, a cluster service name) and keyed servers are not affected.
+ * over loopback with a Host naming some registrable domain refuses it, unless that name is this
+ * server's (the -addr host, this machine's name) or a -cors origin's host. A rebound name
+ * reaches the same socket, and a page's same-origin GETs carry no Origin: they read contexts
+ * and exports. An attacker's page needs a public DNS name, so IP literals, single-label names
+ * (a compose service, "x") and local-only suffixes (.localhost, .local, .internal) pass, as in
+ * the local runner's own check. Requests from other machines (a container's mapped port, a
+ * cluster service name) and keyed servers are not affected.
  */
 export function keylessHostRefusal(v: RequestView, permitted: string[], machine: string): OriginRefusal | null {
   const hostHeader = header(v, 'host');
   if (hostHeader === undefined || !isLoopbackAddress(v.localAddress)) return null;
   const host = parseHost(hostHeader);
-  if (host && (namesServer(host.name, v) || namesMachine(host.name, machine) || permitted.some((o) => o !== '*' && hostOf(o) === host.name))) return null;
+  if (host && (!publicName(host.name) || namesServer(host.name, v) || namesMachine(host.name, machine) || permitted.some((o) => o !== '*' && hostOf(o) === host.name))) return null;
   return { status: 403, message: `the Host header "${hostHeader}" does not name this server` };
+}
+
+/** A name an attacker could own in public DNS: dotted, not an IP, not a local-only suffix. */
+function publicName(host: string): boolean {
+  if (isIP(host) || !host.includes('.')) return false;
+  return !/\.(localhost|local|internal|localdomain|home\.arpa)$/.test(host);
 }
 
 /** This machine's name, bare or with a .local / .localdomain suffix. */
