@@ -92,13 +92,9 @@ export class EngineService implements OnApplicationShutdown {
     let session: SessionBinding | undefined;
     try {
       if (req.session) {
-        // A reasoning template's answer turn opens with the generation prompt (its think tag included), and
-        // later prompts render that turn again without its thoughts: they may depart from the context there.
-        const chat = rendered.chat;
-        const turnStart = chat?.supportsThinking ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
+        const turnStart = answerTurnStart(lm, rendered, tokens);
         session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`, { turnStart });
-      }
-      else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
+      } else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
     } catch (err) {
       lm.scheduler.giveBackSampler(sampler);
       throw err;
@@ -183,6 +179,16 @@ export class EngineService implements OnApplicationShutdown {
   private refuseEncoder(lm: LoadedModel): void {
     if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
   }
+}
+
+/**
+ * Where a reasoning template's answer turn begins in the prompt: it opens with the generation
+ * prompt (its think tag included), and later prompts render that turn again without its
+ * thoughts, so a session may depart from what it holds there. Undefined for other templates.
+ */
+function answerTurnStart(lm: LoadedModel, rendered: RenderedPrompt, tokens: Int32Array): number | undefined {
+  const chat = rendered.chat;
+  return chat?.supportsThinking ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
 }
 
 /** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */

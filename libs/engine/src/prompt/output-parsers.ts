@@ -1,11 +1,22 @@
 import { NativeChatPrompt } from '../backend/native-addon';
-import { OutputParser } from './tool-fallback';
 import { ThoughtTags } from '../text/call-watch';
 
 /**
  * Wrappers around llama.cpp's chat-output parser (and the JSON-call parser of templates without
  * a tool format): what a request's prompt adds to how its output is read.
  */
+
+/** What the output pipeline needs to split generated text into reasoning, content and tool calls. */
+export interface OutputParser {
+  parse(text: string, partial: boolean): ParsedOutput;
+}
+
+export interface ParsedOutput {
+  content: string;
+  /** The model's thoughts (a reasoning template's think block), '' or absent when none. */
+  reasoningContent?: string;
+  toolCalls: Array<{ id: string; name: string; arguments: string }>;
+}
 
 /** The lazy tool grammar's triggers as one pattern (words literally, patterns as llama.cpp reads them). */
 export function callMarker(chat: NativeChatPrompt): RegExp | undefined {

@@ -5,8 +5,8 @@ import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
 import { schemaProblem } from '../constraints/schema-check';
 import { inlineLocalRefs } from './schema-refs';
 import { wellFormed } from './well-formed';
-import { jsonToolCallParser, OutputParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
-import { callMarker, firstCallOnly, thoughtsThen, thoughtTags, withoutCalls, withoutPrefill } from './output-parsers';
+import { jsonToolCallParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
+import { callMarker, firstCallOnly, OutputParser, thoughtsThen, thoughtTags, withoutCalls, withoutPrefill } from './output-parsers';
 import { ThoughtTags } from '../text/call-watch';
 
 export interface RenderedPrompt {

@@ -1,16 +1,5 @@
 import { CoreMessage, CoreTool } from '../core/generation-request';
-
-/** What the output pipeline needs to split generated text into reasoning, content and tool calls. */
-export interface OutputParser {
-  parse(text: string, partial: boolean): ParsedOutput;
-}
-
-export interface ParsedOutput {
-  content: string;
-  /** The model's thoughts (a reasoning template's think block), '' or absent when none. */
-  reasoningContent?: string;
-  toolCalls: Array<{ id: string; name: string; arguments: string }>;
-}
+import { OutputParser } from './output-parsers';
 
 /**
  * Forced tool calls on a template that cannot express tools (llama.cpp then

@@ -1,6 +1,6 @@
 import { FinishReason, GenerationEvent, TokenLogprob, ToolCallEvent } from '../core/generation-events';
 import { randomUUID } from 'node:crypto';
-import { OutputParser, ParsedOutput } from '../prompt/tool-fallback';
+import { OutputParser, ParsedOutput } from '../prompt/output-parsers';
 import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
 import { StopMatcher } from '../text/stop-matcher';
 import { CallWatch, ThoughtTags } from '../text/call-watch';
