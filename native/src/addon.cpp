@@ -4,6 +4,7 @@
 
 #include "chat_prompt.h"
 #include "context.h"
+#include "embedder.h"
 #include "ggml-backend.h"
 #include "llama.h"
 #include "log.h"  // llama.cpp common/log.h (ours is svc_log.h)
@@ -52,6 +53,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   data->context = Napi::Persistent(Context::Define(env));
   data->sampler = Napi::Persistent(Sampler::Define(env));
   data->chatPrompt = Napi::Persistent(ChatPrompt::Define(env));
+  data->embedder = Napi::Persistent(Embedder::Define(env));
   env.SetInstanceData<AddonData>(data);
   env.AddCleanupHook([] { logShutdown(); });
 

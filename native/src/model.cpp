@@ -3,6 +3,7 @@
 #include "chat_prompt.h"
 #include "common.h"
 #include "context.h"
+#include "embedder.h"
 #include "svc.h"
 #include "svc_log.h"
 #include "workers.h"
@@ -194,6 +195,7 @@ Napi::Function Model::Define(Napi::Env env) {
     InstanceMethod<&Model::IsEog>("isEog"),
     InstanceMethod<&Model::ApplyChatTemplate>("applyChatTemplate"),
     InstanceMethod<&Model::CreateContext>("createContext"),
+    InstanceMethod<&Model::CreateEmbedder>("createEmbedder"),
     InstanceMethod<&Model::Dispose>("dispose"),
   });
 }
@@ -299,6 +301,10 @@ Napi::Value Model::ApplyChatTemplate(const Napi::CallbackInfo & info) {
 
 Napi::Value Model::CreateContext(const Napi::CallbackInfo & info) {
   return createContext(info, state(info.Env()));
+}
+
+Napi::Value Model::CreateEmbedder(const Napi::CallbackInfo & info) {
+  return createEmbedder(info, state(info.Env()));
 }
 
 void Model::Dispose(const Napi::CallbackInfo &) {

@@ -17,6 +17,7 @@ struct AddonData {
   Napi::FunctionReference context;
   Napi::FunctionReference sampler;
   Napi::FunctionReference chatPrompt;
+  Napi::FunctionReference embedder;
 };
 
 inline AddonData & addonData(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

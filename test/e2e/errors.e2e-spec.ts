@@ -259,6 +259,8 @@ describe('the no-model state', () => {
     for (const body of [{ model: 'foo', input: 'x' }, { input: 'x' }]) {
       const e = await postJson(`${srv.url}/api/embed`, body);
       expect([e.status, e.json]).toEqual([503, { error: 'this server has no model. Pull one: POST /api/pull' }]);
+      const v1 = await postJson(`${srv.url}/v1/embeddings`, body);
+      expect([v1.status, v1.json.error.message]).toEqual([503, 'this server has no model. Pull one: POST /api/pull']);
     }
     const show = await postJson(`${srv.url}/api/show`, { model: 'foo' });
     expect(show.status).toBe(404);
@@ -271,9 +273,10 @@ describe('startup flags', () => {
     await expect(startServer(['-concurrency', 'lots'])).rejects.toThrow(/flag -concurrency wants an integer/);
   });
 
-  it('refuse a -m path that names no file (a store name is looked up later)', async () => {
+  it('refuse a -m or -embed path that names no file (a store name is looked up later)', async () => {
     await expect(startServer(['-m', '/nowhere/model.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -m: no model file at \/nowhere\/model\.gguf/);
     await expect(startServer(['-m', './nowhere'])).rejects.toThrow(/flag -m: no model file at \.\/nowhere/);
+    await expect(startServer(['-embed', '/nowhere/encoder.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: no model file at \/nowhere\/encoder\.gguf/);
   });
 });
 

@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { InferenceBackend } from '../../../libs/engine/src/backend/inference-backend';
 import { loadBackend } from '../../../libs/engine/src/backend/backend-loader';
 import { ModelManager } from '../../../libs/engine/src/models/model-manager';
+import { loadDefaultModel as loadDefaultWeights } from '../../../libs/engine/src/models/default-model';
+import { EncoderPool } from '../../../libs/engine/src/embeddings/encoder-pool';
 import { NoModelError } from '../../../libs/engine/src/core/errors';
 import { installBodyParsing } from '../../../libs/http/src/body-parsing';
 import { trackConnections } from '../../../libs/http/src/connection-drain';
@@ -83,7 +85,7 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
 async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promise<void> {
   const boot = app.get(BootState);
   try {
-    boot.model = await app.get(ModelManager).acquire('', { stay: true });
+    boot.model = await loadDefaultWeights(app.get(ModelManager), app.get(EncoderPool));
     boot.state = 'ready';
   } catch (err) {
     if (err instanceof NoModelError) {

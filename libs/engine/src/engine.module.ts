@@ -5,6 +5,8 @@ import { EngineConfig, ENGINE_CONFIG } from './engine-config';
 import { Lexicon } from './constraints/lexicon';
 import { EngineService, LEXICON } from './engine.service';
 import { ModelManager } from './models/model-manager';
+import { EmbeddingService } from './embeddings/embedding.service';
+import { EncoderPool } from './embeddings/encoder-pool';
 
 export interface EngineModuleOptions {
   engine: EngineConfig;
@@ -15,7 +17,7 @@ export interface EngineModuleOptions {
   lexicon?: Lexicon;
 }
 
-/** The engine library as a Nest module: backend, catalog, model manager, engine service. */
+/** The engine library as a Nest module: backend, catalog, model manager and encoders, the generation and embedding services. */
 @Global()
 @Module({})
 export class EngineModule {
@@ -28,9 +30,11 @@ export class EngineModule {
         { provide: ModelCatalog, useValue: o.catalog },
         { provide: LEXICON, useValue: o.lexicon ?? null },
         { provide: ModelManager, useFactory: (b: InferenceBackend, c: ModelCatalog) => new ModelManager(b, c, o.engine), inject: [InferenceBackend, ModelCatalog] },
+        { provide: EncoderPool, useFactory: (b: InferenceBackend, c: ModelCatalog) => new EncoderPool(b, c, o.engine), inject: [InferenceBackend, ModelCatalog] },
         EngineService,
+        EmbeddingService,
       ],
-      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EngineService],
+      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EncoderPool, EngineService, EmbeddingService],
     };
   }
 }

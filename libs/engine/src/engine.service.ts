@@ -60,7 +60,6 @@ export class EngineService implements OnApplicationShutdown {
     const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
     // The requested name's manifest, not the loaded file's: two names of one file may differ here.
     const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
-    this.refuseEncoder(lm);
     const rendered = renderPrompt(lm.native, req.prompt, requested);
     if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
     const tokens = await promptTokens(lm, rendered.text, req.priorTokens);
@@ -176,9 +175,6 @@ export class EngineService implements OnApplicationShutdown {
     return { kind: 'grammar', gbnf: c.strict ? this.lexicon.strictGrammar : this.lexicon.grammar };
   }
 
-  private refuseEncoder(lm: LoadedModel): void {
-    if (lm.isEncoder) throw new InvalidRequestError(`${lm.name} is an encoder and cannot generate text`);
-  }
 }
 
 /**

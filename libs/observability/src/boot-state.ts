@@ -1,8 +1,8 @@
-import { LoadedModel } from '../../engine/src/models/loaded-model';
+import { ServedWeights } from '../../engine/src/models/default-model';
 
 /** Whether the default model is up: what /healthz reports and readiness waits for. */
 export class BootState {
   state: 'loading' | 'ready' | 'no-model' | 'failed' = 'loading';
-  model?: LoadedModel;
+  model?: ServedWeights;
   error?: string;
 }

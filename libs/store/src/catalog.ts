@@ -26,6 +26,8 @@ export interface CatalogEntry {
 export interface CatalogOptions {
   /** -m: a file path or a store name. */
   defaultModel?: string;
+  /** -embed: the encoder, a file path or a store name. */
+  encoderModel?: string;
   /** svc's own store folder. */
   storeDir: string;
   /** The local-runner's store (read-only); default $OLLAMA_MODELS, else ~/.ollama/models; null: none. */
@@ -48,6 +50,8 @@ export const DEFAULT_FILE_RECHECK_MS = 1000;
 export class ModelCatalog {
   private readonly metaCache = new Map<string, { mtimeMs: number; meta?: GgufMetadata }>();
   private readonly defaultFile?: string;
+  /** The -embed file, listed after the -m file. */
+  private readonly encoderFile?: string;
   /** The -m file's entry, kept while its size and time are unchanged (resolve's fast path). */
   private defaultEntry?: CatalogEntry;
   /** When resolve() last found the -m file unchanged (performance.now()). */
@@ -59,7 +63,9 @@ export class ModelCatalog {
 
   constructor(private readonly opts: CatalogOptions) {
     const m = opts.defaultModel;
-    if (m && (m.includes('/') || m.endsWith('.gguf')) && existsSync(m)) this.defaultFile = resolve(m);
+    if (m && isFilePath(m)) this.defaultFile = resolve(m);
+    const enc = opts.encoderModel;
+    if (enc && isFilePath(enc)) this.encoderFile = resolve(enc);
     this.store = new ManifestStore(opts.storeDir, true);
     const od = opts.ollamaDir === undefined ? defaultOllamaDir() : opts.ollamaDir;
     if (od && resolve(od) !== resolve(opts.storeDir)) this.ollama = new ManifestStore(od, false);
@@ -73,10 +79,11 @@ export class ModelCatalog {
     };
     // A file removed behind the server's back is not listed (its stat threw, and every listing failed).
     if (this.defaultFile) add(this.presentEntry(this.defaultFile, 'file'));
+    if (this.encoderFile && this.encoderFile !== this.defaultFile) add(this.presentEntry(this.encoderFile, 'file'));
     const own = this.store.list();
     for (const sm of own) for (const e of this.manifestEntries(sm, this.store, own)) add(e);
     for (const p of this.storeFiles()) {
-      if (p !== this.defaultFile) add(this.presentEntry(p, 'svc'));
+      if (p !== this.defaultFile && p !== this.encoderFile) add(this.presentEntry(p, 'svc'));
     }
     if (this.ollama) {
       const theirs = this.ollama.list();
@@ -103,7 +110,14 @@ export class ModelCatalog {
     if (this.opts.defaultModel) return this.opts.defaultModel;
     const all = this.list().filter((e) => e.capabilities.length > 0);
     all.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
-    return all[0]?.name;
+    // A model that generates is the better default: an encoder answers only embeddings.
+    return (all.find((e) => !isEncoderEntry(e)) ?? all[0])?.name;
+  }
+
+  /** The name of -embed's encoder (undefined without the flag). */
+  encoderName(): string | undefined {
+    if (this.encoderFile) return modelNameOf(this.encoderFile);
+    return this.opts.encoderModel || undefined;
   }
 
   /**
@@ -208,6 +222,16 @@ export class ModelCatalog {
 function baseNameOf(meta: GgufMetadata | undefined): string | undefined {
   const n = meta?.kv['general.name'];
   return typeof n === 'string' && n ? n : undefined;
+}
+
+/** An embeddings model: it cannot generate, and only the embedding routes load it. */
+export function isEncoderEntry(e: CatalogEntry): boolean {
+  return e.capabilities.includes('embeddings');
+}
+
+/** -m and -embed name a file when they look like a path and it exists; otherwise a store name. */
+function isFilePath(m: string): boolean {
+  return (m.includes('/') || m.endsWith('.gguf')) && existsSync(m);
 }
 
 export function modelNameOf(path: string): string {

@@ -42,7 +42,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
   { name: 'lexicon', kind: 'string', help: 'word list (one word a line) for svc_lexicon and svc_lexicon_strict' },
   // Spec flags (features of later modules; accepted and validated now).
-  { name: 'embed', kind: 'string', help: 'encoder model for embeddings and retrieval' },
+  { name: 'embed', kind: 'string', help: 'encoder for /v1/embeddings, /api/embed and /api/embeddings (GGUF path or store name)' },
   { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes' },
   { name: 'rerank', kind: 'string', help: 'reranker model for the rerank routes' },
   { name: 'index', kind: 'bool', help: 'with -embed, enable /v1/retrieve' },

@@ -2,12 +2,13 @@ import { Body, Controller, Get, HttpCode, Inject, Post } from '@nestjs/common';
 import { statSync } from 'node:fs';
 import { InferenceBackend } from '../../../engine/src/backend/inference-backend';
 import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { EncoderPool } from '../../../engine/src/embeddings/encoder-pool';
 import { LoadedModel } from '../../../engine/src/models/loaded-model';
 import { ModelManager } from '../../../engine/src/models/model-manager';
 import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { readGgufMetadata } from '../../../store/src/gguf-metadata';
 import { ShowRequestDto } from './protocol/local-runner.dto';
-import { psEntry, showAnswer, tagsEntry } from './rendering/model-info';
+import { encoderPsEntry, psEntry, showAnswer, tagsEntry } from './rendering/model-info';
 
 /** GET /api/tags, GET /api/ps, POST /api/show. Pull, copy and delete belong to the model-store work. */
 @Controller('api')
@@ -15,6 +16,7 @@ export class ModelsInfoController {
   constructor(
     @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
     @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(EncoderPool) private readonly encoders: EncoderPool,
     @Inject(InferenceBackend) private readonly backend: InferenceBackend,
   ) {}
 
@@ -32,7 +34,8 @@ export class ModelsInfoController {
     // Latest expiry first, as the local runner lists them (kept forever: first of all).
     const until = (lm: LoadedModel) => lm.expiresAt?.getTime() ?? Infinity;
     const loaded = this.models.resident().sort((a, b) => until(b) - until(a) || 0);
-    return { models: loaded.map((lm) => psEntry(lm, this.models.listedName(lm), onGpu)) };
+    const encoders = await this.encoders.resident();
+    return { models: [...encoders.map((enc) => encoderPsEntry(enc, onGpu)), ...loaded.map((lm) => psEntry(lm, this.models.listedName(lm), onGpu))] };
   }
 
   @Post('show')

@@ -1,14 +1,12 @@
 import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { parseKeepAlive } from '../../../engine/src/models/residency';
 import { FastifyReply } from 'fastify';
-import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
 import { EngineService } from '../../../engine/src/engine.service';
 import { GenerationRequest, RequestScope } from '../../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
-import { ModelCatalog } from '../../../store/src/catalog';
 import { chatToCore, generateToCore } from './mapping/runner-request.mapper';
-import { ChatRequestDto, EmbedRequestDto, GenerateRequestDto } from './protocol/local-runner.dto';
+import { ChatRequestDto, GenerateRequestDto } from './protocol/local-runner.dto';
 import { ns, RunnerAnswerKind, RunnerRenderer } from './rendering/runner-renderer';
 
 /** The local-runner's generation routes: DTO → core request → engine → NDJSON renderer. Streaming is on unless stream:false. */
@@ -16,7 +14,6 @@ import { ns, RunnerAnswerKind, RunnerRenderer } from './rendering/runner-rendere
 export class RunnerController {
   constructor(
     @Inject(EngineService) private readonly engine: EngineService,
-    @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
   ) {}
 
   @Post('generate')
@@ -33,18 +30,6 @@ export class RunnerController {
   @HttpCode(200)
   async chat(@Body() dto: ChatRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     await this.run('chat', chatToCore(dto, scope), dto, performance.now(), reply);
-  }
-
-  @Post('embed')
-  @HttpCode(200)
-  embed(@Body() dto: EmbedRequestDto): never {
-    throw this.noEncoder(dto);
-  }
-
-  @Post('embeddings')
-  @HttpCode(200)
-  embeddings(@Body() dto: EmbedRequestDto): never {
-    throw this.noEncoder(dto);
   }
 
   private async run(kind: RunnerAnswerKind, req: GenerationRequest, dto: GenerateRequestDto | ChatRequestDto, started: number, reply: FastifyReply): Promise<void> {
@@ -81,13 +66,5 @@ export class RunnerController {
       out.line(body);
       out.end();
     } else await reply.send(body);
-  }
-
-  /** No encoder can be loaded yet (the spec's message for a decoder-only server); a name nothing lists is a 404 first. */
-  private noEncoder(dto: EmbedRequestDto): Error {
-    if (typeof dto.model === 'string' && dto.model) this.catalog.resolve(dto.model, { generating: true });
-    const name = this.catalog.defaultName();
-    if (name === undefined) return new NoModelError();
-    return new InvalidRequestError(`this server is serving ${name}, a decoder, and has no encoder loaded`);
   }
 }

@@ -3,6 +3,9 @@ import { ModuleRef } from '@nestjs/core';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ServerConfig, SERVER_CONFIG } from '../../../../apps/server/src/config/server-config';
 import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
+import { EncoderPool } from '../../../engine/src/embeddings/encoder-pool';
+import { loadDefaultModel } from '../../../engine/src/models/default-model';
+import { LoadedModel } from '../../../engine/src/models/loaded-model';
 import { ModelManager } from '../../../engine/src/models/model-manager';
 import { StreamWriter } from '../../../http/src/sse';
 import { toHttpFailure } from '../../../http/src/http-errors';
@@ -27,6 +30,7 @@ export class StoreController {
   constructor(
     @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
     @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(EncoderPool) private readonly encoders: EncoderPool,
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
   ) {
@@ -133,10 +137,10 @@ export class StoreController {
   private afterPull(afterDelete = false): void {
     const boot = this.moduleRef.get(BootState, { strict: false });
     if (!boot || (!afterDelete && boot.state !== 'no-model' && boot.state !== 'failed')) return;
-    this.models.acquire('', { stay: true }).then(
+    loadDefaultModel(this.models, this.encoders).then(
       (lm) => {
         // Deleted again while it loaded: /healthz would report retired weights.
-        if (!this.models.inService(lm)) return this.afterPull(true);
+        if (!this.listedPaths().has(lm.entry.path) || (lm instanceof LoadedModel && !this.models.inService(lm))) return this.afterPull(true);
         boot.model = lm;
         boot.error = undefined;
         boot.state = 'ready';

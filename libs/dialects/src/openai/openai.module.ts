@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
+import { EmbeddingsController } from './embeddings.controller';
 import { ModelsController } from './models.controller';
 import { OpenAIController } from './openai.controller';
 
-@Module({ controllers: [OpenAIController, ModelsController] })
+@Module({ controllers: [OpenAIController, EmbeddingsController, ModelsController] })
 export class OpenAIModule {}

@@ -284,6 +284,30 @@ export interface NativeModel {
   /** Render messages with the model's template via llama.cpp common/chat; throws on bad input. */
   applyChatTemplate(input: NativeChatInput): NativeChatPrompt;
   createContext(opts: NativeContextOptions): Promise<NativeContext>;
+  /** A context in embeddings mode (an encoder's only use of its weights). */
+  createEmbedder(opts: NativeEmbedderOptions): Promise<NativeEmbedder>;
+  dispose(): void;
+}
+
+export interface NativeEmbedderOptions {
+  /** Tokens one batch holds, and so the longest input. */
+  nCtx: number;
+  /** Inputs one batch holds. */
+  nSeqMax: number;
+  nThreads: number;
+}
+
+/** native/src/embedder.cpp: one pooled, unit-length vector per input. */
+export interface NativeEmbedder {
+  /** Dimensions of a vector. */
+  readonly nEmbd: number;
+  /** The longest input, in tokens. */
+  readonly nCtx: number;
+  readonly nSeqMax: number;
+  /** The pooling llama.cpp applies (a model that pools nothing is mean-pooled); 'rank' is a cross-encoder's. */
+  readonly pooling: 'mean' | 'cls' | 'last' | 'rank' | 'none';
+  /** Rejects while another embed() runs. */
+  embed(inputs: Int32Array[]): Promise<Float32Array[]>;
   dispose(): void;
 }
 

@@ -29,10 +29,6 @@ export class LoadedModel {
     return this.entry.name;
   }
 
-  get isEncoder(): boolean {
-    return this.entry.capabilities.includes('embeddings');
-  }
-
   get hasChatTemplate(): boolean {
     return this.native.info.chatTemplate !== null;
   }

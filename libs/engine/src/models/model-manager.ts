@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { rmSync } from 'node:fs';
-import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
+import { CatalogEntry, isEncoderEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
-import { ModelNotFoundError, ServerShuttingDownError } from '../core/errors';
+import { InvalidRequestError, ModelNotFoundError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { KeptContexts, removeDeadSpills, spillRoot } from './kept-contexts';
 import { LoadedModel } from './loaded-model';
@@ -84,6 +84,8 @@ export class ModelManager {
     // After close() nothing would free a new load.
     if (this.closing) throw new ServerShuttingDownError();
     const entry = this.catalog.resolve(name, { generating: true });
+    // Encoders are the EncoderPool's: they have no KV cache to generate with.
+    if (isEncoderEntry(entry)) throw new InvalidRequestError(`${entry.name} is an encoder and cannot generate text`);
     // A local-runner request without keep_alive sets the default, as the local runner does.
     const asked = opts?.keepAlive;
     const keepMs = !opts ? undefined : opts.stay ? Infinity : asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
@@ -181,7 +183,7 @@ export class ModelManager {
    * The name a loaded model goes by in listings: the one it was loaded under while that still
    * names its file, else another name of that file (a delete of the first of two names).
    */
-  listedName(lm: LoadedModel): string {
+  listedName(lm: Pick<LoadedModel, 'entry' | 'name'>): string {
     const names = this.catalog.list().filter((e) => e.path === lm.entry.path).map((e) => e.name);
     return names.includes(lm.name) ? lm.name : (names[0] ?? lm.name);
   }

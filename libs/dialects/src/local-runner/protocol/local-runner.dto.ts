@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { IsStringOrObject, IsStringOrStringArray } from '../../shared/validators';
 
 /**
@@ -78,11 +78,22 @@ export class ShowRequestDto {
   @IsOptional() @IsBoolean() verbose?: boolean;
 }
 
-/** /api/embed and /api/embeddings: only the model is read until an encoder exists. */
+/** /api/embed. keep_alive and options are accepted and not read: an encoder stays loaded. */
 export class EmbedRequestDto {
   @IsOptional() @IsString() model?: string;
+  /** A string or an array of strings (embeddingInputs words each refusal). */
   @IsOptional() input?: unknown;
+  @IsOptional() @IsBoolean() truncate?: boolean;
+  @IsOptional() @IsInt() dimensions?: number;
+  @IsOptional() keep_alive?: unknown;
+  @IsOptional() @IsObject() options?: Record<string, unknown>;
+}
+
+/** /api/embeddings, the older route: one prompt. */
+export class LegacyEmbeddingRequestDto {
+  @IsOptional() @IsString() model?: string;
   @IsOptional() prompt?: unknown;
   @IsOptional() keep_alive?: unknown;
+  @IsOptional() @IsObject() options?: Record<string, unknown>;
 }
 

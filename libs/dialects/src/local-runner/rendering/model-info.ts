@@ -1,3 +1,4 @@
+import { Encoder } from '../../../../engine/src/embeddings/encoder-pool';
 import { LoadedModel } from '../../../../engine/src/models/loaded-model';
 import { canInfill } from '../../../../engine/src/prompt/prompt-renderer';
 import { CatalogEntry } from '../../../../store/src/catalog';
@@ -29,7 +30,10 @@ export interface ModelDetails {
   quantization_level: string;
 }
 
-export function details(e: CatalogEntry, lm?: LoadedModel): ModelDetails {
+/** What the listings read of loaded weights: a generating model's or an encoder's. */
+type ResidentWeights = Pick<LoadedModel, 'native' | 'contentHash'>;
+
+export function details(e: CatalogEntry, lm?: ResidentWeights): ModelDetails {
   const kv = e.meta?.kv ?? {};
   const arch = String(kv['general.architecture'] ?? lm?.native.info.architecture ?? '');
   const ft = kv['general.file_type'];
@@ -58,12 +62,27 @@ function fileParams(e: CatalogEntry): number | undefined {
  * which the engine computes when it loads it. An unloaded loose file is not
  * hashed here (gigabytes per listing): its digest stays empty until loaded.
  */
-function digest(e: CatalogEntry, lm?: LoadedModel): string {
+function digest(e: CatalogEntry, lm?: ResidentWeights): string {
   return e.digest ?? (lm ? `sha256:${lm.contentHash}` : '');
 }
 
 export function tagsEntry(e: CatalogEntry, lm?: LoadedModel): Record<string, unknown> {
   return { name: e.name, model: e.name, modified_at: e.modifiedAt.toISOString(), size: e.sizeBytes, digest: digest(e, lm), details: details(e, lm) };
+}
+
+/** A loaded encoder, listed by /api/ps beside the generating models: it stays loaded. */
+export function encoderPsEntry(enc: Encoder, onGpu: boolean): Record<string, unknown> {
+  const e = enc.entry;
+  return {
+    name: e.name,
+    model: e.name,
+    size: e.sizeBytes,
+    digest: digest(e, enc),
+    details: details(e, enc),
+    expires_at: NEVER,
+    size_vram: onGpu ? e.sizeBytes : 0,
+    context_length: enc.embedder.nCtx,
+  };
 }
 
 /** `name`: what the load goes by now (ModelManager.listedName). */

@@ -1,0 +1,80 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { InvalidRequestError } from '../core/errors';
+import { Encoder, EncoderPool } from './encoder-pool';
+
+/** One embedding request, whatever the dialect. */
+export interface EmbedRequest {
+  /** '' = the server's encoder. */
+  model: string;
+  /** Non-empty strings (the dialects refuse the rest, each in its own words). */
+  inputs: string[];
+  /** An input longer than the encoder reads: cut to fit (true), or refused (false). */
+  truncate: boolean;
+  /** Fewer dimensions: the vector's first ones, normalized again (as OpenAI and the local runner do). */
+  dimensions?: number;
+}
+
+export interface EmbedResult {
+  /** The name the request's model resolved to. */
+  model: string;
+  encoder: Encoder;
+  vectors: Float32Array[];
+  /** Tokens read, over every input. */
+  promptTokens: number;
+  /** Whether this request loaded the encoder (local-runner load_duration). */
+  loaded: boolean;
+}
+
+/** The most strings one request embeds (spec: Limits). */
+export const MAX_EMBED_INPUTS = 2048;
+
+/** Embeddings for every dialect: resolve the encoder, tokenize, fit, embed, shorten. */
+@Injectable()
+export class EmbeddingService implements OnApplicationShutdown {
+  constructor(@Inject(EncoderPool) private readonly encoders: EncoderPool) {}
+
+  async embed(req: EmbedRequest): Promise<EmbedResult> {
+    if (req.inputs.length > MAX_EMBED_INPUTS) throw new InvalidRequestError(`input holds ${req.inputs.length} strings; at most ${MAX_EMBED_INPUTS} are embedded at once`);
+    const { encoder, name, fresh } = await this.encoders.acquire(req.model);
+    const { nEmbd, nCtx } = encoder.embedder;
+    const dims = req.dimensions;
+    if (dims !== undefined && !(Number.isInteger(dims) && dims >= 1 && dims <= nEmbd)) {
+      throw new InvalidRequestError(`dimensions must be an integer from 1 to ${nEmbd} (${name} writes ${nEmbd}), got ${dims}`);
+    }
+    // Special tokens in the text are read as such, as llama-server does.
+    const lists = await Promise.all(req.inputs.map((text) => encoder.native.tokenize(text, true, true)));
+    const fitted = lists.map((toks, i) => {
+      if (toks.length <= nCtx) return toks;
+      if (!req.truncate) throw new InvalidRequestError(`input${req.inputs.length > 1 ? `[${i}]` : ''} is ${toks.length} tokens; ${name} reads at most ${nCtx}`);
+      return toks.subarray(0, nCtx);
+    });
+    const vectors = fitted.length ? await encoder.embed(fitted) : [];
+    return {
+      model: name,
+      encoder,
+      vectors: dims === undefined || dims === nEmbd ? vectors : vectors.map((v) => shorten(v, dims)),
+      promptTokens: fitted.reduce((n, t) => n + t.length, 0),
+      loaded: fresh,
+    };
+  }
+
+  /** Loads the encoder a name stands for (the local runner's empty-input preload). */
+  async load(model: string): Promise<{ model: string; loaded: boolean; loadMs: number }> {
+    const { encoder, name, fresh } = await this.encoders.acquire(model);
+    return { model: name, loaded: fresh, loadMs: encoder.loadMs };
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.encoders.close();
+  }
+}
+
+/** The first `n` dimensions, at unit length again. */
+function shorten(v: Float32Array, n: number): Float32Array {
+  const out = v.slice(0, n);
+  let sum = 0;
+  for (const x of out) sum += x * x;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) for (let i = 0; i < n; i++) out[i] /= norm;
+  return out;
+}

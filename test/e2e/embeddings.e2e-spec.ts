@@ -1,0 +1,179 @@
+import OpenAI from 'openai';
+import { Ollama } from 'ollama';
+import { basename } from 'node:path';
+import { bertReference, dot, maxAbsDiff } from './helpers/bert-reference';
+import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+// bert-base-uncased WordPiece ids (the bge vocabulary): [CLS] hello world [SEP], [CLS] the cat sat on the mat [SEP].
+const HELLO = { text: 'hello world', tokens: [101, 7592, 2088, 102] };
+const CAT = { text: 'the cat sat on the mat', tokens: [101, 1996, 4937, 2938, 2006, 1996, 13523, 102] };
+
+/** Vectors from the engine against numpy's forward pass: the same direction, the same values to float precision. */
+function expectSameVector(got: ArrayLike<number>, want: number[]): void {
+  expect(got.length).toBe(want.length);
+  expect(dot(got, want)).toBeGreaterThan(0.99999);
+  expect(maxAbsDiff(got, want)).toBeLessThan(1e-4);
+}
+
+function norm(v: ArrayLike<number>): number {
+  return Math.sqrt(dot(v, v));
+}
+
+describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
+  let srv: RunningServer;
+  let bert: string;
+  let name: string;
+  let openai: OpenAI;
+  let ollama: Ollama;
+  let ref: number[][];
+
+  beforeAll(async () => {
+    bert = syntheticModel('bert-tiny');
+    name = basename(bert, '.gguf');
+    ref = bertReference(bert, [HELLO.tokens, CAT.tokens]);
+    srv = await startServer(['-m', fixtureModel(STORIES), '-embed', bert, '-threads', '2']);
+    openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    ollama = new Ollama({ host: srv.url });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('the official openai client gets the reference vectors (base64 on the wire), in input order, with token usage', async () => {
+    const r = await openai.embeddings.create({ model: name, input: [HELLO.text, CAT.text, HELLO.text] });
+    expect(r.object).toBe('list');
+    expect(r.model).toBe(name);
+    expect(r.data.map((d) => [d.object, d.index])).toEqual([['embedding', 0], ['embedding', 1], ['embedding', 2]]);
+    expectSameVector(r.data[0].embedding, ref[0]);
+    expectSameVector(r.data[1].embedding, ref[1]);
+    expect(r.data[2].embedding).toEqual(r.data[0].embedding);
+    for (const d of r.data) expect(norm(d.embedding)).toBeCloseTo(1, 5);
+    expect(r.usage).toEqual({ prompt_tokens: 16, total_tokens: 16 });
+  });
+
+  it('float and base64 carry the same numbers; a batch equals its inputs one at a time', async () => {
+    const asFloat = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: CAT.text, encoding_format: 'float' });
+    const asB64 = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: CAT.text, encoding_format: 'base64' });
+    expect(asFloat.status).toBe(200);
+    const buf = Buffer.from(asB64.json.data[0].embedding, 'base64');
+    const decoded = Array.from({ length: buf.length / 4 }, (_, i) => buf.readFloatLE(i * 4));
+    expect(decoded).toEqual(asFloat.json.data[0].embedding);
+
+    // 100 inputs span two native batches (64 sequences each): each equals its single embedding.
+    const texts = Array.from({ length: 100 }, (_, i) => `sentence number ${i} about ${i % 7 ? 'cats' : 'dogs'}`);
+    const batch = await openai.embeddings.create({ model: name, input: texts, encoding_format: 'float' });
+    for (const i of [0, 1, 63, 64, 99]) {
+      const one = await openai.embeddings.create({ model: name, input: texts[i], encoding_format: 'float' });
+      expect(maxAbsDiff(batch.data[i].embedding, one.data[0].embedding)).toBeLessThan(1e-5);
+    }
+  });
+
+  it('concurrent requests each get their own vectors', async () => {
+    const inputs = [HELLO, CAT, HELLO, CAT, CAT, HELLO, CAT, HELLO];
+    const all = await Promise.all(inputs.map((x) => openai.embeddings.create({ model: name, input: x.text, encoding_format: 'float' })));
+    all.forEach((r, i) => expectSameVector(r.data[0].embedding, inputs[i] === HELLO ? ref[0] : ref[1]));
+  });
+
+  it('dimensions keeps the first ones at unit length', async () => {
+    const r = await openai.embeddings.create({ model: name, input: HELLO.text, dimensions: 8, encoding_format: 'float' });
+    const v = r.data[0].embedding;
+    expect(v).toHaveLength(8);
+    expect(norm(v)).toBeCloseTo(1, 5);
+    const head = ref[0].slice(0, 8);
+    expectSameVector(v, head.map((x) => x / norm(head)));
+    const bad = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: 'x', dimensions: 65 });
+    expect([bad.status, bad.json.error.message]).toEqual([400, `dimensions must be an integer from 1 to 64 (${name} writes 64), got 65`]);
+  });
+
+  it('refuses what the spec refuses, in the chat-completions error shape', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ input: [1, 2, 3] }, 'input[0] holds token ids; this server embeds text: send strings'],
+      [{ input: [[1, 2], [3]] }, 'input[0] holds token ids; this server embeds text: send strings'],
+      [{ input: '' }, 'input is an empty string: there is nothing to embed'],
+      [{ input: ['a', ''] }, 'input[1] is an empty string: there is nothing to embed'],
+      [{ input: [] }, 'input is an empty array: there is nothing to embed'],
+      [{}, 'input is required'],
+      [{ input: { text: 'a' } }, 'input must be a string or an array of strings'],
+      [{ input: 'a', encoding_format: 'int8' }, 'encoding_format "int8" is not one of float, base64'],
+      [{ input: Array(2049).fill('a') }, 'input holds 2049 strings; at most 2048 are embedded at once'],
+      [{ input: 'a', model: 'stories260K' }, `stories260K is a decoder and cannot embed; this server's encoder is ${name}`],
+      [{ input: 'word '.repeat(600) }, `input is 602 tokens; ${name} reads at most 512`],
+    ];
+    for (const [body, message] of cases) {
+      const r = await postJson(`${srv.url}/v1/embeddings`, { model: name, ...(body as object) });
+      expect([r.status, r.json]).toEqual([400, { error: { message, type: 'Bad Request' } }]);
+    }
+    const unknown = await postJson(`${srv.url}/v1/embeddings`, { model: 'text-embedding-3-small', input: 'a' });
+    expect([unknown.status, unknown.json.error.message]).toEqual([404, expect.stringMatching(/^no model named text-embedding-3-small; available: stories260K, /)]);
+    // 2048 strings is the limit, not past it.
+    const most = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: Array(2048).fill('a'), encoding_format: 'base64' });
+    expect([most.status, most.json.data.length, most.json.usage.prompt_tokens]).toEqual([200, 2048, 3 * 2048]);
+  });
+
+  it('the official ollama client embeds (cut to fit by default) and the older route answers one vector', async () => {
+    const r = await ollama.embed({ model: name, input: [HELLO.text, CAT.text] });
+    expect(r.model).toBe(name);
+    expectSameVector(r.embeddings[0], ref[0]);
+    expectSameVector(r.embeddings[1], ref[1]);
+    expect((r as any).prompt_eval_count).toBe(12);
+    expect((r as any).total_duration).toBeGreaterThan(0);
+
+    const one = await ollama.embeddings({ model: name, prompt: CAT.text });
+    expectSameVector(one.embedding, ref[1]);
+
+    const long = await postJson(`${srv.url}/api/embed`, { model: name, input: 'word '.repeat(600) });
+    expect([long.status, long.json.prompt_eval_count, long.json.embeddings[0].length]).toEqual([200, 512, 64]);
+    const refused = await postJson(`${srv.url}/api/embed`, { model: name, input: 'word '.repeat(600), truncate: false });
+    expect([refused.status, refused.json]).toEqual([400, { error: `input is 602 tokens; ${name} reads at most 512` }]);
+    const empty = await postJson(`${srv.url}/api/embed`, { model: name, input: '' });
+    expect([empty.status, empty.json]).toEqual([400, { error: 'input is an empty string: there is nothing to embed' }]);
+    // No input: the local runner's preload, answered with no vectors.
+    const preload = await postJson(`${srv.url}/api/embed`, { model: name });
+    expect([preload.status, preload.json.model, preload.json.embeddings]).toEqual([200, name, []]);
+    const decoder = await postJson(`${srv.url}/api/embed`, { model: 'stories260K', input: 'a' });
+    expect([decoder.status, decoder.json]).toEqual([400, { error: `stories260K is a decoder and cannot embed; this server's encoder is ${name}` }]);
+  });
+
+  it('lists the encoder as an embeddings model; it cannot generate', async () => {
+    const models = await openai.models.list();
+    expect(models.data.find((m) => m.id === name)).toMatchObject({ capabilities: ['embeddings'] });
+    const show: any = await ollama.show({ model: name });
+    expect(show.capabilities).toEqual(['embedding']);
+    const ps = await ollama.ps();
+    expect(ps.models.find((m) => m.name === name)).toMatchObject({ context_length: 512, size: expect.any(Number) });
+    const chat = await postJson(`${srv.url}/v1/chat/completions`, { model: name, messages: [{ role: 'user', content: 'hi' }] });
+    expect([chat.status, chat.json.error.message]).toEqual([400, `${name} is an encoder and cannot generate text`]);
+    const gen = await postJson(`${srv.url}/api/generate`, { model: name, prompt: 'hi', stream: false });
+    expect([gen.status, gen.json]).toEqual([400, { error: `${name} is an encoder and cannot generate text` }]);
+    // The decoder still generates beside it.
+    const done = await openai.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 4, temperature: 0 });
+    expect(done.choices[0].text.length).toBeGreaterThan(0);
+  });
+});
+
+describe('an encoder given as -m', () => {
+  let srv: RunningServer;
+  let bert: string;
+
+  beforeAll(async () => {
+    bert = syntheticModel('bert-tiny');
+    srv = await startServer(['-m', bert, '-threads', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('is the server default: healthy, embeds without a model name, refuses to generate', async () => {
+    const name = basename(bert, '.gguf');
+    const health = await (await fetch(`${srv.url}/healthz`)).json();
+    expect(health).toMatchObject({ status: 'ok', model: name, id: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    const r = await postJson(`${srv.url}/v1/embeddings`, { input: HELLO.text });
+    expect([r.status, r.json.model, r.json.usage.prompt_tokens]).toEqual([200, name, 4]);
+    expectSameVector(r.json.data[0].embedding, bertReference(bert, [HELLO.tokens])[0]);
+    const chat = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] });
+    expect([chat.status, chat.json.error.message]).toEqual([400, `${name} is an encoder and cannot generate text`]);
+  });
+});
