@@ -122,6 +122,10 @@ class EmbedWorker : public PromiseWorker {
       for (size_t i = first; i < next; i++) {
         const float * e = llama_get_embeddings_seq(s.ctx, (llama_seq_id) (i - first));
         if (!e) throw std::runtime_error("the model gave no pooled embedding");
+        if (s.pooling == LLAMA_POOLING_TYPE_RANK) {
+          out_[i].assign(e, e + 1);  // a cross-encoder's relevance logit, as llama-server reads it
+          continue;
+        }
         out_[i].resize(s.nEmbd);
         common_embd_normalize(e, out_[i].data(), s.nEmbd, 2);
       }
@@ -147,6 +151,70 @@ class EmbedWorker : public PromiseWorker {
 };
 }  // namespace
 
+// ---- rerankInputs --------------------------------------------------------------
+
+namespace {
+// One (query, document) pair as llama-server's rerank feeds a cross-encoder: the model's
+// "rerank" template when it has one, else BOS query EOS SEP document EOS as the vocabulary adds them.
+std::vector<llama_token> rerankPair(const ModelState & m, const std::string & query, const std::string & doc) {
+  const llama_vocab * v = m.vocab;
+  if (const char * tmpl = llama_model_chat_template(m.model, "rerank")) {
+    std::string prompt = tmpl;
+    string_replace_all(prompt, "{query}", query);
+    string_replace_all(prompt, "{document}", doc);
+    return common_tokenize(v, prompt, false, true);
+  }
+  llama_token eos = llama_vocab_eos(v);
+  if (eos == LLAMA_TOKEN_NULL) eos = llama_vocab_sep(v);
+  std::vector<llama_token> out;
+  if (llama_vocab_get_add_bos(v)) out.push_back(llama_vocab_bos(v));
+  auto q = common_tokenize(v, query, false, false);
+  out.insert(out.end(), q.begin(), q.end());
+  if (llama_vocab_get_add_eos(v)) out.push_back(eos);
+  if (llama_vocab_get_add_sep(v)) out.push_back(llama_vocab_sep(v));
+  auto d = common_tokenize(v, doc, false, false);
+  out.insert(out.end(), d.begin(), d.end());
+  if (llama_vocab_get_add_eos(v)) out.push_back(eos);
+  return out;
+}
+
+class RerankInputsWorker : public PromiseWorker {
+ public:
+  RerankInputsWorker(Napi::Env env, std::shared_ptr<ModelState> st, std::string query, std::vector<std::string> docs)
+      : PromiseWorker(env, "svc_engine.rerankInputs"), st_(std::move(st)), query_(std::move(query)), docs_(std::move(docs)) {}
+  void Execute() override {
+    for (const auto & d : docs_) out_.push_back(rerankPair(*st_, query_, d));
+  }
+  Napi::Value Result(Napi::Env env) override {
+    auto arr = Napi::Array::New(env, out_.size());
+    for (size_t i = 0; i < out_.size(); i++) arr.Set((uint32_t) i, toInt32Array(env, out_[i]));
+    return arr;
+  }
+
+ private:
+  std::shared_ptr<ModelState> st_;
+  std::string query_;
+  std::vector<std::string> docs_;
+  std::vector<std::vector<llama_token>> out_;
+};
+}  // namespace
+
+Napi::Value rerankInputs(const Napi::CallbackInfo & info, const std::shared_ptr<ModelState> & model) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsArray()) throwType(env, "rerankInputs(query, documents): a string and an array of strings");
+  auto arr = info[1].As<Napi::Array>();
+  std::vector<std::string> docs;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value d = arr.Get(i);
+    if (!d.IsString()) throwType(env, "rerankInputs: documents must be strings");
+    docs.push_back(d.As<Napi::String>().Utf8Value());
+  }
+  auto * w = new RerankInputsWorker(env, model, info[0].As<Napi::String>().Utf8Value(), std::move(docs));
+  auto promise = w->Promise();
+  w->Queue();
+  return promise;
+}
+
 // ---- Embedder -------------------------------------------------------------------
 
 Napi::Function Embedder::Define(Napi::Env env) {
@@ -167,7 +235,8 @@ Embedder::Embedder(const Napi::CallbackInfo & info) : Napi::ObjectWrap<Embedder>
   o.DefineProperty(Napi::PropertyDescriptor::Value("pooling", Napi::String::New(env, poolingName(st_->pooling)), napi_enumerable));
 }
 
-// embed(inputs: Int32Array[]) → Promise<Float32Array[]>, unit-length vectors in input order.
+// embed(inputs: Int32Array[]) → Promise<Float32Array[]>, unit-length vectors in input order
+// (a cross-encoder's: one raw relevance score each).
 Napi::Value Embedder::Embed(const Napi::CallbackInfo & info) {
   Napi::Env env = info.Env();
   if (!st_) throwError(env, "embedder is disposed");

@@ -41,3 +41,5 @@ class Embedder : public Napi::ObjectWrap<Embedder> {
 
 // model.createEmbedder(opts)
 Napi::Value createEmbedder(const Napi::CallbackInfo & info, const std::shared_ptr<ModelState> & model);
+// model.rerankInputs(query, documents) → Promise<Int32Array[]>: each pair as a cross-encoder reads it
+Napi::Value rerankInputs(const Napi::CallbackInfo & info, const std::shared_ptr<ModelState> & model);

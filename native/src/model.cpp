@@ -196,6 +196,7 @@ Napi::Function Model::Define(Napi::Env env) {
     InstanceMethod<&Model::ApplyChatTemplate>("applyChatTemplate"),
     InstanceMethod<&Model::CreateContext>("createContext"),
     InstanceMethod<&Model::CreateEmbedder>("createEmbedder"),
+    InstanceMethod<&Model::RerankInputs>("rerankInputs"),
     InstanceMethod<&Model::Dispose>("dispose"),
   });
 }
@@ -305,6 +306,10 @@ Napi::Value Model::CreateContext(const Napi::CallbackInfo & info) {
 
 Napi::Value Model::CreateEmbedder(const Napi::CallbackInfo & info) {
   return createEmbedder(info, state(info.Env()));
+}
+
+Napi::Value Model::RerankInputs(const Napi::CallbackInfo & info) {
+  return rerankInputs(info, state(info.Env()));
 }
 
 void Model::Dispose(const Napi::CallbackInfo &) {

@@ -53,6 +53,7 @@ class Model : public Napi::ObjectWrap<Model> {
   Napi::Value ApplyChatTemplate(const Napi::CallbackInfo & info);
   Napi::Value CreateContext(const Napi::CallbackInfo & info);
   Napi::Value CreateEmbedder(const Napi::CallbackInfo & info);
+  Napi::Value RerankInputs(const Napi::CallbackInfo & info);
   void Dispose(const Napi::CallbackInfo & info);
 
   std::shared_ptr<ModelState> st_;

@@ -26,6 +26,7 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
   let srv: RunningServer;
   let bert: string;
   let name: string;
+  let reranker: string;
   let openai: OpenAI;
   let ollama: Ollama;
   let ref: number[][];
@@ -34,7 +35,8 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
     bert = syntheticModel('bert-tiny');
     name = basename(bert, '.gguf');
     ref = bertReference(bert, [HELLO.tokens, CAT.tokens]);
-    srv = await startServer(['-m', fixtureModel(STORIES), '-embed', bert, '-threads', '2']);
+    reranker = syntheticModel('bert-rerank-tiny');
+    srv = await startServer(['-m', fixtureModel(STORIES), '-embed', bert, '-rerank', reranker, '-threads', '2']);
     openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'none', maxRetries: 0 });
     ollama = new Ollama({ host: srv.url });
   });
@@ -152,6 +154,85 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
     const done = await openai.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 4, temperature: 0 });
     expect(done.choices[0].text.length).toBeGreaterThan(0);
   });
+
+  describe('rerank on a cross-encoder (-rerank)', () => {
+    const QUERY = { text: 'the cat', tokens: [1996, 4937] };
+    // Documents with their WordPiece ids; a pair is [CLS] query [SEP] document, as llama-server builds it for this vocabulary.
+    const DOCS = [
+      { text: 'the cat sat on the mat', tokens: [1996, 4937, 2938, 2006, 1996, 13523] },
+      { text: 'hello world', tokens: [7592, 2088] },
+      { text: 'the mat', tokens: [1996, 13523] },
+      { text: 'world', tokens: [2088] },
+    ];
+    const pair = (d: { tokens: number[] }) => [101, ...QUERY.tokens, 102, ...d.tokens];
+    const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+    let logits: number[];
+    let rrName: string;
+    let best: number[];
+
+    beforeAll(() => {
+      rrName = basename(reranker, '.gguf');
+      logits = bertReference(reranker, DOCS.map(pair)) as unknown as number[];
+      best = DOCS.map((_, i) => i).sort((a, b) => logits[b] - logits[a]);
+      // The fixture's logits are close together: the test needs them apart by more than float noise.
+      for (let i = 1; i < best.length; i++) expect(logits[best[i - 1]] - logits[best[i]]).toBeGreaterThan(1e-4);
+    });
+
+    it('documents form: the reference logits, best first, as probabilities and logits, with documents and usage', async () => {
+      for (const path of ['/v1/rerank', '/rerank', '/rerank/v1/rerank']) {
+        const r = await postJson(`${srv.url}${path}`, { model: rrName, query: QUERY.text, documents: DOCS.map((d, i) => (i % 2 ? { text: d.text } : d.text)) });
+        expect(r.status).toBe(200);
+        expect(r.json.model).toBe(rrName);
+        expect(r.json.results.map((x: any) => x.index)).toEqual(best);
+        for (const x of r.json.results) {
+          expect(Math.abs(x.score - logits[x.index])).toBeLessThan(1e-4);
+          expect(x.relevance_score).toBeCloseTo(sigmoid(x.score), 12);
+          expect(x.document).toEqual({ text: DOCS[x.index].text });
+        }
+        expect(r.json.usage).toEqual({ prompt_tokens: DOCS.reduce((n, d) => n + pair(d).length, 0), total_tokens: DOCS.reduce((n, d) => n + pair(d).length, 0) });
+      }
+      const top = await postJson(`${srv.url}/v1/rerank`, { query: QUERY.text, documents: DOCS.map((d) => d.text), top_n: 2, top_k: 3, return_documents: false });
+      expect(top.json.results.map((x: any) => [x.index, x.document])).toEqual([[best[0], undefined], [best[1], undefined]]);
+      const byK = await postJson(`${srv.url}/v1/rerank`, { query: QUERY.text, documents: DOCS.map((d) => d.text), top_k: 3 });
+      expect(byK.json.results.map((x: any) => x.index)).toEqual(best.slice(0, 3));
+    });
+
+    it('texts form: a bare array of probabilities, or logits with raw_scores; texts with return_text', async () => {
+      const r = await postJson(`${srv.url}/rerank`, { query: QUERY.text, texts: DOCS.map((d) => d.text) });
+      expect(r.json.map((x: any) => x.index)).toEqual(best);
+      for (const x of r.json) {
+        expect(Object.keys(x).sort()).toEqual(['index', 'score']);
+        expect(Math.abs(x.score - sigmoid(logits[x.index]))).toBeLessThan(1e-4);
+      }
+      const raw = await postJson(`${srv.url}/rerank`, { query: QUERY.text, texts: DOCS.map((d) => d.text), raw_scores: true, return_text: true });
+      for (const x of raw.json) {
+        expect(Math.abs(x.score - logits[x.index])).toBeLessThan(1e-4);
+        expect(x.text).toBe(DOCS[x.index].text);
+      }
+    });
+
+    it('cuts a pair longer than the model reads; refuses the rest in the spec\'s words', async () => {
+      const long = await postJson(`${srv.url}/v1/rerank`, { query: QUERY.text, documents: ['word '.repeat(600), 'world'] });
+      expect([long.status, long.json.usage.prompt_tokens]).toEqual([200, 512 + 5]);
+      const cases: Array<[string, unknown, string]> = [
+        ['/rerank', { texts: ['a'] }, 'query is required'],
+        ['/rerank', { query: '', documents: ['a'] }, 'query is required'],
+        ['/rerank', { query: 'q', texts: [] }, 'texts is an empty array'],
+        ['/v1/rerank', { query: 'q' }, 'no documents'],
+        ['/v1/rerank', { query: 'q', documents: [] }, 'no documents'],
+        ['/v1/rerank', { query: 'q', documents: 'a' }, 'documents must be an array'],
+        ['/v1/rerank', { query: 'q', documents: ['a', 5] }, 'documents[1] must be a string or an object with a text'],
+        ['/v1/rerank', { query: 'q', documents: ['a'], top_n: 0 }, 'top_n must be 1 or more, got 0'],
+        ['/v1/rerank', { model: name, query: 'q', documents: ['a'] }, `${name} is not a reranker (a cross-encoder); this server's reranker is ${rrName}`],
+        ['/v1/embeddings', { model: rrName, input: 'a' }, `${rrName} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`],
+        ['/v1/chat/completions', { model: rrName, messages: [{ role: 'user', content: 'hi' }] }, `${rrName} is an encoder and cannot generate text`],
+      ];
+      for (const [path, body, message] of cases) {
+        const r = await postJson(`${srv.url}${path}`, body);
+        expect([path, r.status, r.json]).toEqual([path, 400, { error: { message, type: 'Bad Request' } }]);
+      }
+    });
+  });
 });
 
 describe('an encoder given as -m', () => {
@@ -175,5 +256,7 @@ describe('an encoder given as -m', () => {
     expectSameVector(r.json.data[0].embedding, bertReference(bert, [HELLO.tokens])[0]);
     const chat = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] });
     expect([chat.status, chat.json.error.message]).toEqual([400, `${name} is an encoder and cannot generate text`]);
+    const rerank = await postJson(`${srv.url}/v1/rerank`, { query: 'q', documents: ['a'] });
+    expect([rerank.status, rerank.json.error.message]).toEqual([400, 'this server has no reranker: start it with -rerank <model>']);
   });
 });

@@ -273,10 +273,11 @@ describe('startup flags', () => {
     await expect(startServer(['-concurrency', 'lots'])).rejects.toThrow(/flag -concurrency wants an integer/);
   });
 
-  it('refuse a -m or -embed path that names no file (a store name is looked up later)', async () => {
+  it('refuse a -m, -embed or -rerank path that names no file (a store name is looked up later)', async () => {
     await expect(startServer(['-m', '/nowhere/model.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -m: no model file at \/nowhere\/model\.gguf/);
     await expect(startServer(['-m', './nowhere'])).rejects.toThrow(/flag -m: no model file at \.\/nowhere/);
     await expect(startServer(['-embed', '/nowhere/encoder.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: no model file at \/nowhere\/encoder\.gguf/);
+    await expect(startServer(['-rerank', './nowhere.gguf'])).rejects.toThrow(/flag -rerank: no model file at \.\/nowhere\.gguf/);
   });
 });
 

@@ -301,6 +301,27 @@ describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
     expect((await fetch(`${srv.url}/healthz`)).status).toBe(200);
   });
 
+  it('a pattern llama.cpp\'s grammar would take minutes a token to follow is a 400 on every route (it held the engine for every request)', async () => {
+    const slow = { type: 'string', pattern: '^(b|c)*{200}$' };
+    const why = 'pattern "^(b|c)*{200}$" repeats an expression that can match nothing 200 times in a row; llama.cpp\'s grammar would try every way to split the text among them (at most 32 are allowed)';
+    const started = performance.now();
+    const chat = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 16, svc_schema: slow });
+    expect([chat.status, chat.json.error.message]).toEqual([400, `invalid JSON schema: ${why}`]);
+    const messages = await postJson(`${srv.url}/v1/messages`, { max_tokens: 16, svc_schema: { type: 'object', properties: { s: slow } }, messages: [{ role: 'user', content: 'x' }] });
+    expect([messages.status, messages.json.error.message]).toEqual([400, `invalid JSON schema: properties.s: ${why}`]);
+    const ollama = await postJson(`${srv.url}/api/chat`, { model: '', messages: [{ role: 'user', content: 'x' }], format: slow, stream: false });
+    expect([ollama.status, ollama.json.error]).toEqual([400, `invalid JSON schema: ${why}`]);
+    const responses = await postJson(`${srv.url}/v1/responses`, { input: 'x', max_output_tokens: 16, text: { format: { type: 'json_schema', name: 'x', schema: slow } } });
+    expect([responses.status, responses.json.error.message]).toEqual([400, `invalid JSON schema: ${why}`]);
+    const tool = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 16, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { s: slow } } } }] });
+    expect([tool.status, tool.json.error.message]).toEqual([400, `tool "f" parameters: properties.s: ${why}`]);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    // 20 copies is fine, and quick.
+    const ok = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 16, temperature: 0, svc_schema: { type: 'string', pattern: '^(b|c)*{20}$' } });
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.json.choices[0].message.content)).toMatch(/^[bc]*$/);
+  });
+
   it('svc_lexicon without -lexicon is a 400', async () => {
     const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], svc_lexicon: true });
     expect(r.status).toBe(400);

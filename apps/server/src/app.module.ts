@@ -6,6 +6,7 @@ import { OpenAIModule } from '../../../libs/dialects/src/openai/openai.module';
 import { LocalRunnerModule } from '../../../libs/dialects/src/local-runner/local-runner.module';
 import { MessagesModule } from '../../../libs/dialects/src/messages/messages.module';
 import { ResponsesModule } from '../../../libs/dialects/src/responses/responses.module';
+import { RerankModule } from '../../../libs/dialects/src/rerank/rerank.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
@@ -16,13 +17,13 @@ import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
 @Module({})
 export class AppModule {
   static forRoot(config: ServerConfig, backend: InferenceBackend): DynamicModule {
-    const catalog = new ModelCatalog({ defaultModel: config.defaultModel, encoderModel: config.features.embed, storeDir: config.storeDir });
+    const catalog = new ModelCatalog({ defaultModel: config.defaultModel, encoderModel: config.features.embed, rerankerModel: config.features.rerank, storeDir: config.storeDir });
     // Read at boot so a bad word list stops the server instead of failing requests.
     const lexicon = config.features.lexicon ? Lexicon.fromFile(config.features.lexicon) : undefined;
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, ContextsModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

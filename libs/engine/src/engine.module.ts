@@ -7,6 +7,7 @@ import { EngineService, LEXICON } from './engine.service';
 import { ModelManager } from './models/model-manager';
 import { EmbeddingService } from './embeddings/embedding.service';
 import { EncoderPool } from './embeddings/encoder-pool';
+import { RerankService } from './embeddings/rerank.service';
 
 export interface EngineModuleOptions {
   engine: EngineConfig;
@@ -17,7 +18,7 @@ export interface EngineModuleOptions {
   lexicon?: Lexicon;
 }
 
-/** The engine library as a Nest module: backend, catalog, model manager and encoders, the generation and embedding services. */
+/** The engine library as a Nest module: backend, catalog, model manager and encoders, the generation, embedding and rerank services. */
 @Global()
 @Module({})
 export class EngineModule {
@@ -33,8 +34,9 @@ export class EngineModule {
         { provide: EncoderPool, useFactory: (b: InferenceBackend, c: ModelCatalog) => new EncoderPool(b, c, o.engine), inject: [InferenceBackend, ModelCatalog] },
         EngineService,
         EmbeddingService,
+        RerankService,
       ],
-      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EncoderPool, EngineService, EmbeddingService],
+      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EncoderPool, EngineService, EmbeddingService, RerankService],
     };
   }
 }

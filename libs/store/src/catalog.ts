@@ -28,6 +28,8 @@ export interface CatalogOptions {
   defaultModel?: string;
   /** -embed: the encoder, a file path or a store name. */
   encoderModel?: string;
+  /** -rerank: the cross-encoder, a file path or a store name. */
+  rerankerModel?: string;
   /** svc's own store folder. */
   storeDir: string;
   /** The local-runner's store (read-only); default $OLLAMA_MODELS, else ~/.ollama/models; null: none. */
@@ -50,8 +52,9 @@ export const DEFAULT_FILE_RECHECK_MS = 1000;
 export class ModelCatalog {
   private readonly metaCache = new Map<string, { mtimeMs: number; meta?: GgufMetadata }>();
   private readonly defaultFile?: string;
-  /** The -embed file, listed after the -m file. */
+  /** The -embed and -rerank files, listed after the -m file. */
   private readonly encoderFile?: string;
+  private readonly rerankerFile?: string;
   /** The -m file's entry, kept while its size and time are unchanged (resolve's fast path). */
   private defaultEntry?: CatalogEntry;
   /** When resolve() last found the -m file unchanged (performance.now()). */
@@ -66,6 +69,8 @@ export class ModelCatalog {
     if (m && isFilePath(m)) this.defaultFile = resolve(m);
     const enc = opts.encoderModel;
     if (enc && isFilePath(enc)) this.encoderFile = resolve(enc);
+    const rr = opts.rerankerModel;
+    if (rr && isFilePath(rr)) this.rerankerFile = resolve(rr);
     this.store = new ManifestStore(opts.storeDir, true);
     const od = opts.ollamaDir === undefined ? defaultOllamaDir() : opts.ollamaDir;
     if (od && resolve(od) !== resolve(opts.storeDir)) this.ollama = new ManifestStore(od, false);
@@ -79,11 +84,11 @@ export class ModelCatalog {
     };
     // A file removed behind the server's back is not listed (its stat threw, and every listing failed).
     if (this.defaultFile) add(this.presentEntry(this.defaultFile, 'file'));
-    if (this.encoderFile && this.encoderFile !== this.defaultFile) add(this.presentEntry(this.encoderFile, 'file'));
+    for (const f of [this.encoderFile, this.rerankerFile]) if (f && f !== this.defaultFile) add(this.presentEntry(f, 'file'));
     const own = this.store.list();
     for (const sm of own) for (const e of this.manifestEntries(sm, this.store, own)) add(e);
     for (const p of this.storeFiles()) {
-      if (p !== this.defaultFile && p !== this.encoderFile) add(this.presentEntry(p, 'svc'));
+      if (p !== this.defaultFile && p !== this.encoderFile && p !== this.rerankerFile) add(this.presentEntry(p, 'svc'));
     }
     if (this.ollama) {
       const theirs = this.ollama.list();
@@ -118,6 +123,12 @@ export class ModelCatalog {
   encoderName(): string | undefined {
     if (this.encoderFile) return modelNameOf(this.encoderFile);
     return this.opts.encoderModel || undefined;
+  }
+
+  /** The name of -rerank's cross-encoder (undefined without the flag). */
+  rerankerName(): string | undefined {
+    if (this.rerankerFile) return modelNameOf(this.rerankerFile);
+    return this.opts.rerankerModel || undefined;
   }
 
   /**
@@ -224,9 +235,15 @@ function baseNameOf(meta: GgufMetadata | undefined): string | undefined {
   return typeof n === 'string' && n ? n : undefined;
 }
 
-/** An embeddings model: it cannot generate, and only the embedding routes load it. */
+/** An embeddings model (an encoder or a cross-encoder): it cannot generate, and only the embedding and rerank routes load it. */
 export function isEncoderEntry(e: CatalogEntry): boolean {
   return e.capabilities.includes('embeddings');
+}
+
+/** A cross-encoder: its metadata asks for rank pooling (llama.cpp's LLAMA_POOLING_TYPE_RANK), one relevance score per pair. */
+export function isRerankerEntry(e: CatalogEntry): boolean {
+  const kv = e.meta?.kv ?? {};
+  return isEncoderEntry(e) && Number(kv[`${String(kv['general.architecture'] ?? '')}.pooling_type`]) === 4;
 }
 
 /** -m and -embed name a file when they look like a path and it exists; otherwise a store name. */

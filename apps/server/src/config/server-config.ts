@@ -131,12 +131,12 @@ function parseAddr(addr: string): [string, number] {
 
 /**
  * At startup (not in buildConfig, which also checks manifests written for another machine's
- * files): a -m or -embed path that names no file is a mistake to say at once, not a server started with
+ * files): a -m, -embed or -rerank path that names no file is a mistake to say at once, not a server started with
  * no model. Store names (`qwen2.5:0.5b`, `hf.co/org/repo:tag`) neither end in .gguf nor start
  * with / or ./.
  */
 export function checkDefaultModelFile(config: ServerConfig): void {
-  for (const [flag, m] of [['m', config.defaultModel], ['embed', config.features.embed]] as const) {
+  for (const [flag, m] of [['m', config.defaultModel], ['embed', config.features.embed], ['rerank', config.features.rerank]] as const) {
     const looksLikePath = m !== undefined && (/\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m));
     if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -${flag}: no model file at ${m}`);
   }

@@ -286,6 +286,8 @@ export interface NativeModel {
   createContext(opts: NativeContextOptions): Promise<NativeContext>;
   /** A context in embeddings mode (an encoder's only use of its weights). */
   createEmbedder(opts: NativeEmbedderOptions): Promise<NativeEmbedder>;
+  /** Each (query, document) pair's tokens as llama-server feeds a cross-encoder (its "rerank" template, else BOS query EOS SEP document EOS). */
+  rerankInputs(query: string, documents: string[]): Promise<Int32Array[]>;
   dispose(): void;
 }
 
@@ -306,7 +308,7 @@ export interface NativeEmbedder {
   readonly nSeqMax: number;
   /** The pooling llama.cpp applies (a model that pools nothing is mean-pooled); 'rank' is a cross-encoder's. */
   readonly pooling: 'mean' | 'cls' | 'last' | 'rank' | 'none';
-  /** Rejects while another embed() runs. */
+  /** Rejects while another embed() runs. A cross-encoder ('rank') answers one raw relevance logit per input. */
   embed(inputs: Int32Array[]): Promise<Float32Array[]>;
   dispose(): void;
 }

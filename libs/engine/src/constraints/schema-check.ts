@@ -1,3 +1,5 @@
+import { patternProblem } from './pattern-check';
+
 /**
  * JSON schemas that no value satisfies, or that llama.cpp's grammar cannot enforce at all,
  * found before the schema becomes a grammar. Through llama.cpp's converter a length or count
@@ -30,18 +32,10 @@ function walk(node: unknown, at: string, depth: number): string | undefined {
   if (!node || typeof node !== 'object' || Array.isArray(node) || depth > MAX_DEPTH) return undefined;
   const s = node as Record<string, unknown>;
   const where = at ? `${at}: ` : '';
-  for (const [lo, hi] of RANGES) {
-    if (typeof s[lo] === 'number' && typeof s[hi] === 'number' && (s[lo] as number) > (s[hi] as number)) {
-      return `${where}${lo} ${s[lo]} is above ${hi} ${s[hi]}, which no value satisfies`;
-    }
-  }
-  const xmin = s.exclusiveMinimum;
-  const xmax = s.exclusiveMaximum;
-  if (typeof xmin === 'number' && typeof xmax === 'number' && xmin >= xmax) {
-    return `${where}exclusiveMinimum ${xmin} is not below exclusiveMaximum ${xmax}, which no value satisfies`;
-  }
-  if (Array.isArray(s.enum) && s.enum.length === 0) return `${where}enum lists no value, which no value satisfies`;
-  if ('not' in s) return `${where}the keyword "not" is not supported: a grammar cannot exclude what a schema matches`;
+  const own = keywordProblem(s, where);
+  if (own) return own;
+  const pattern = typeof s.pattern === 'string' ? patternProblem(s.pattern) : undefined;
+  if (pattern) return `${where}${pattern}`;
   for (const k of ONE) {
     const p = walk(s[k], join(at, k), depth + 1);
     if (p) return p;
@@ -62,6 +56,23 @@ function walk(node: unknown, at: string, depth: number): string | undefined {
       if (p) return p;
     }
   }
+  return undefined;
+}
+
+/** Keywords of one schema node that no value satisfies, or that the grammar cannot hold. */
+function keywordProblem(s: Record<string, unknown>, where: string): string | undefined {
+  for (const [lo, hi] of RANGES) {
+    if (typeof s[lo] === 'number' && typeof s[hi] === 'number' && (s[lo] as number) > (s[hi] as number)) {
+      return `${where}${lo} ${s[lo]} is above ${hi} ${s[hi]}, which no value satisfies`;
+    }
+  }
+  const xmin = s.exclusiveMinimum;
+  const xmax = s.exclusiveMaximum;
+  if (typeof xmin === 'number' && typeof xmax === 'number' && xmin >= xmax) {
+    return `${where}exclusiveMinimum ${xmin} is not below exclusiveMaximum ${xmax}, which no value satisfies`;
+  }
+  if (Array.isArray(s.enum) && s.enum.length === 0) return `${where}enum lists no value, which no value satisfies`;
+  if ('not' in s) return `${where}the keyword "not" is not supported: a grammar cannot exclude what a schema matches`;
   return undefined;
 }
 

@@ -35,7 +35,7 @@ export class EmbeddingService implements OnApplicationShutdown {
 
   async embed(req: EmbedRequest): Promise<EmbedResult> {
     if (req.inputs.length > MAX_EMBED_INPUTS) throw new InvalidRequestError(`input holds ${req.inputs.length} strings; at most ${MAX_EMBED_INPUTS} are embedded at once`);
-    const { encoder, name, fresh } = await this.encoders.acquire(req.model);
+    const { encoder, name, fresh } = await this.encoders.acquire(req.model, 'embed');
     const { nEmbd, nCtx } = encoder.embedder;
     const dims = req.dimensions;
     if (dims !== undefined && !(Number.isInteger(dims) && dims >= 1 && dims <= nEmbd)) {

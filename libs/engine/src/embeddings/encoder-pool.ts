@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { CatalogEntry, isEncoderEntry, ModelCatalog } from '../../../store/src/catalog';
+import { CatalogEntry, isEncoderEntry, isRerankerEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { NativeEmbedder, NativeModel } from '../backend/native-addon';
 import { InvalidRequestError, ServerShuttingDownError } from '../core/errors';
@@ -10,6 +10,9 @@ import { sha256File } from '../models/file-hash';
 const MAX_ENCODER_CTX = 8192;
 /** Inputs one native batch holds. */
 const SEQS_PER_BATCH = 64;
+
+/** What a route wants of an encoder: vectors, or a cross-encoder's pair scores. */
+export type EncoderUse = 'embed' | 'rank';
 
 /** One encoder's weights and embedding context; its embed() calls run one at a time. */
 export class Encoder {
@@ -61,13 +64,13 @@ export class EncoderPool {
   ) {}
 
   /**
-   * The encoder a request names: '' is -embed's encoder, else the default model when it is
-   * one, else the first encoder listed. A name must be an encoder's; a decoder's is refused
-   * naming an encoder there is.
+   * The encoder a request names for a use: '' is the flag's (-embed, -rerank), else the default
+   * model when it is one, else the first listed. A name must be one for that use; another
+   * model's is refused naming one there is.
    */
-  async acquire(name: string): Promise<{ encoder: Encoder; name: string; fresh: boolean }> {
+  async acquire(name: string, use: EncoderUse = 'embed'): Promise<{ encoder: Encoder; name: string; fresh: boolean }> {
     if (this.closing) throw new ServerShuttingDownError();
-    const entry = this.resolve(name);
+    const entry = use === 'rank' ? this.resolveReranker(name) : this.resolve(name);
     let p = this.loaded.get(entry.path);
     const fresh = !p;
     if (!p) {
@@ -95,20 +98,36 @@ export class EncoderPool {
     if (name === '') {
       if (encName !== undefined) return this.catalog.resolve(encName);
       const def = this.catalog.resolve('', { generating: true });
-      if (isEncoderEntry(def)) return def;
-      const any = this.anyEncoder();
+      if (isVectorEncoder(def)) return def;
+      const any = this.firstListed(isVectorEncoder);
       if (any) return any;
       throw noEncoder(def.name);
     }
     const entry = this.catalog.resolve(name, { generating: true });
-    if (isEncoderEntry(entry)) return entry;
-    const enc = encName ?? this.anyEncoder()?.name;
+    if (isVectorEncoder(entry)) return entry;
+    if (isRerankerEntry(entry)) throw new InvalidRequestError(`${entry.name} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`);
+    const enc = encName ?? this.firstListed(isVectorEncoder)?.name;
     if (enc !== undefined) throw new InvalidRequestError(`${entry.name} is a decoder and cannot embed; this server's encoder is ${enc}`);
     throw noEncoder(entry.name);
   }
 
-  private anyEncoder(): CatalogEntry | undefined {
-    return this.catalog.list().find((e) => isEncoderEntry(e));
+  private resolveReranker(name: string): CatalogEntry {
+    const flag = this.catalog.rerankerName();
+    if (name === '') {
+      if (flag !== undefined) return this.catalog.resolve(flag);
+      const def = this.catalog.resolve('', { generating: true });
+      const any = isRerankerEntry(def) ? def : this.firstListed(isRerankerEntry);
+      if (any) return any;
+      throw new InvalidRequestError('this server has no reranker: start it with -rerank <model>');
+    }
+    const entry = this.catalog.resolve(name, { generating: true });
+    if (isRerankerEntry(entry)) return entry;
+    const rr = flag ?? this.firstListed(isRerankerEntry)?.name;
+    throw new InvalidRequestError(`${entry.name} is not a reranker (a cross-encoder)${rr !== undefined ? `; this server's reranker is ${rr}` : ''}`);
+  }
+
+  private firstListed(test: (e: CatalogEntry) => boolean): CatalogEntry | undefined {
+    return this.catalog.list().find(test);
   }
 
   private async load(entry: CatalogEntry): Promise<Encoder> {
@@ -121,18 +140,20 @@ export class EncoderPool {
       if (hashed.status === 'rejected') throw hashed.reason;
       const nCtx = Math.min(native.info.nCtxTrain || 512, c.ctxSize > 0 ? c.ctxSize : MAX_ENCODER_CTX);
       const embedder = await native.createEmbedder({ nCtx, nSeqMax: SEQS_PER_BATCH, nThreads: c.threadsBatch });
-      if (embedder.pooling === 'rank') {
-        embedder.dispose();
-        throw new InvalidRequestError(`${entry.name} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`);
-      }
       const ms = performance.now() - started;
-      this.log.log(`loaded encoder ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${embedder.nEmbd} dimensions, ${embedder.pooling} pooling, inputs up to ${embedder.nCtx} tokens`);
+      const what = embedder.pooling === 'rank' ? 'reranker' : 'encoder';
+      this.log.log(`loaded ${what} ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${embedder.nEmbd} dimensions, ${embedder.pooling} pooling, inputs up to ${embedder.nCtx} tokens`);
       return new Encoder(entry, native, embedder, hashed.value, ms, new Date());
     } catch (err) {
       native.dispose();
       throw err;
     }
   }
+}
+
+/** An encoder that writes vectors (a cross-encoder writes pair scores). */
+function isVectorEncoder(e: CatalogEntry): boolean {
+  return isEncoderEntry(e) && !isRerankerEntry(e);
 }
 
 function noEncoder(decoder: string): Error {

@@ -1,4 +1,4 @@
-import { CatalogEntry, isEncoderEntry } from '../../../store/src/catalog';
+import { CatalogEntry, isEncoderEntry, isRerankerEntry } from '../../../store/src/catalog';
 import { EncoderPool } from '../embeddings/encoder-pool';
 import { ModelManager } from './model-manager';
 
@@ -13,6 +13,6 @@ export interface ServedWeights {
 /** Loads the default model (boot, or the first pull) to stay: an encoder given as -m goes to the encoders. */
 export async function loadDefaultModel(models: ModelManager, encoders: EncoderPool): Promise<ServedWeights> {
   const entry = models.catalog.resolve('', { generating: true });
-  if (isEncoderEntry(entry)) return (await encoders.acquire(entry.name)).encoder;
+  if (isEncoderEntry(entry)) return (await encoders.acquire(entry.name, isRerankerEntry(entry) ? 'rank' : 'embed')).encoder;
   return models.acquire('', { stay: true });
 }

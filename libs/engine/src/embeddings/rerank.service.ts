@@ -1,0 +1,48 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InvalidRequestError } from '../core/errors';
+import { EncoderPool } from './encoder-pool';
+
+export interface RerankRequest {
+  /** '' = the server's reranker. */
+  model: string;
+  query: string;
+  documents: string[];
+}
+
+export interface RerankResult {
+  model: string;
+  /** The cross-encoder's raw relevance logit for each document, in the request's order. */
+  scores: number[];
+  /** Tokens read, over every (query, document) pair. */
+  promptTokens: number;
+}
+
+/** The most documents one request scores. */
+export const MAX_RERANK_DOCUMENTS = 2048;
+
+/** Rerank for every route shape: each (query, document) pair through a cross-encoder. */
+@Injectable()
+export class RerankService {
+  constructor(@Inject(EncoderPool) private readonly encoders: EncoderPool) {}
+
+  async rerank(req: RerankRequest): Promise<RerankResult> {
+    if (req.documents.length > MAX_RERANK_DOCUMENTS) throw new InvalidRequestError(`${req.documents.length} documents; at most ${MAX_RERANK_DOCUMENTS} are scored at once`);
+    const { encoder, name } = await this.encoders.acquire(req.model, 'rank');
+    const { nCtx } = encoder.embedder;
+    // A pair longer than the model reads loses the end of its document, its closing token kept
+    // (as rerank services cut long documents rather than refuse them).
+    const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => {
+      if (t.length <= nCtx) return t;
+      const cut = t.slice(0, nCtx);
+      cut[nCtx - 1] = t[t.length - 1];
+      return cut;
+    });
+    const scores = (await encoder.embed(pairs)).map((v) => v[0]);
+    return { model: name, scores, promptTokens: pairs.reduce((n, t) => n + t.length, 0) };
+  }
+}
+
+/** A logit as a probability, as the hosted rerankers and text-embeddings-inference report relevance. */
+export function sigmoid(x: number): number {
+  return 1 / (1 + Math.exp(-x));
+}

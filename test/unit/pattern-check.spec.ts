@@ -1,0 +1,24 @@
+import { MAX_NULLABLE_RUN, patternProblem } from '../../libs/engine/src/constraints/pattern-check';
+import { schemaProblem } from '../../libs/engine/src/constraints/schema-check';
+
+describe('patterns llama.cpp cannot follow in time', () => {
+  it('refuses long runs of copies that can match nothing', () => {
+    for (const p of ['^(b|c)*{100}$', '^((b|c)?){100}$', '^((b?){10}){10}$', '^(a|b?){40}$', `^${'a?'.repeat(40)}$`, '^(foo|)*{40}$', '(?:x*){33}', '^(b|c)*{33,}$']) {
+      expect([p, patternProblem(p)]).toEqual([p, expect.stringContaining('repeats an expression that can match nothing')]);
+    }
+    expect(patternProblem('^(b|c)*{100}$')).toBe(
+      `pattern "^(b|c)*{100}$" repeats an expression that can match nothing 100 times in a row; llama.cpp's grammar would try every way to split the text among them (at most ${MAX_NULLABLE_RUN} are allowed)`,
+    );
+  });
+
+  it('lets ordinary patterns through', () => {
+    for (const p of ['^(b|c)*{20}$', '^(b|c){0,200}$', '^[bc]*[bc]*$', '^(\\d{1,3}\\.){3}\\d{1,3}$', '^\\w+@\\w+\\.\\w+$', '^[a-z]{2,40}$', '^(?:x?)*$', '[(]{100}', '\\({50}', '^a{500}$', `^${'a?'.repeat(32)}$`, '^[^]]*$', 'unclosed(', '(?<name>ab)+']) {
+      expect([p, patternProblem(p)]).toEqual([p, undefined]);
+    }
+  });
+
+  it('is found anywhere in a schema', () => {
+    const schema = { type: 'object', properties: { code: { type: 'array', items: { type: 'string', pattern: '^(b|c)*{100}$' } } } };
+    expect(schemaProblem(schema)).toMatch(/^properties\.code\.items: pattern "\^\(b\|c\)\*\{100\}\$" repeats/);
+  });
+});
