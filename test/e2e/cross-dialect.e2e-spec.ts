@@ -24,6 +24,33 @@ describe('three dialects, one engine (stories260K)', () => {
     await srv?.stop();
   });
 
+  it('text parts of one message are read as one text, a newline between them, in every dialect (as llama.cpp joins them)', async () => {
+    const joined = 'The doc says hi\nwhat';
+    const whole = await openai.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: joined }], max_tokens: 1, temperature: 0 });
+    const glued = await openai.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'The doc says hiwhat' }], max_tokens: 1, temperature: 0 });
+    const want = whole.usage!.prompt_tokens;
+    // The test means something only if gluing changes the count.
+    expect(glued.usage!.prompt_tokens).not.toBe(want);
+    const parts = await openai.chat.completions.create({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'The doc says hi' }, { type: 'text', text: 'what' }] }],
+      max_tokens: 1,
+      temperature: 0,
+    });
+    expect(parts.usage!.prompt_tokens).toBe(want);
+    const blocks = [{ type: 'text' as const, text: 'The doc says hi' }, { type: 'text' as const, text: 'what' }];
+    const counted = await anthropic.messages.countTokens({ model: 'stories260K', messages: [{ role: 'user', content: blocks }] });
+    expect(counted.input_tokens).toBe(want);
+    const docs = await anthropic.messages.countTokens({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'The doc says hi' }, { type: 'text', text: 'what' }] } }] }],
+    });
+    expect(docs.input_tokens).toBe(want);
+    const responses = await openai.responses.create({ model: 'stories260K', input: [{ role: 'user', content: [{ type: 'input_text', text: 'The doc says hi' }, { type: 'input_text', text: 'what' }] }], max_output_tokens: 1, temperature: 0 });
+    const plain = await openai.responses.create({ model: 'stories260K', input: joined, max_output_tokens: 1, temperature: 0 });
+    expect(responses.usage!.input_tokens).toBe(plain.usage!.input_tokens);
+  });
+
   it('the same greedy request gives the same text and token counts in every dialect', async () => {
     const content = 'Once upon a time';
     const o = await openai.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content }], max_tokens: 20, temperature: 0 });

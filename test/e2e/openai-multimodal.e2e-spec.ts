@@ -23,10 +23,10 @@ describe('multimodal content parts (stories260K, no vision projector)', () => {
   const chat = (parts: unknown[]) => postJson(`${srv.url}/v1/chat/completions`, { max_tokens: 2, messages: [{ role: 'user', content: parts }] });
   const text = { type: 'text', text: 'What is this?' };
 
-  it('text parts alone are a plain prompt', async () => {
-    const r = await client.chat.completions.create({ model: '', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'text', text: 'Once upon' }, { type: 'text', text: ' a time' }] }] });
+  it('text parts alone are a plain prompt (joined with a newline, as llama.cpp joins them)', async () => {
+    const r = await client.chat.completions.create({ model: '', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'text', text: 'Once upon' }, { type: 'text', text: 'a time' }] }] });
     expect(r.choices[0].finish_reason).toBeDefined();
-    const same = await client.chat.completions.create({ model: '', max_tokens: 4, messages: [{ role: 'user', content: 'Once upon a time' }] });
+    const same = await client.chat.completions.create({ model: '', max_tokens: 4, messages: [{ role: 'user', content: 'Once upon\na time' }] });
     expect(r.usage!.prompt_tokens).toBe(same.usage!.prompt_tokens);
   });
 

@@ -50,7 +50,7 @@ describe('responses input mapping', () => {
     expect(
       inputToCore([
         { role: 'developer', content: 'Be brief' },
-        { role: 'user', content: [{ type: 'input_text', text: 'Weather ' }, { type: 'input_text', text: 'in Paris?' }] },
+        { role: 'user', content: [{ type: 'input_text', text: 'Weather' }, { type: 'input_text', text: 'in Paris?' }] },
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Let me check.' }] },
         { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{"city":"Paris"}' },
         { type: 'function_call', call_id: 'c2', name: 'get_weather', arguments: '{"city":"Rome"}' },
@@ -59,7 +59,7 @@ describe('responses input mapping', () => {
       ]),
     ).toEqual([
       { role: 'system', content: 'Be brief' },
-      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'user', content: 'Weather\nin Paris?' },
       {
         role: 'assistant',
         content: 'Let me check.',

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../../../engine/src/core/errors';
-import { CoreMessage, GenerationRequest, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
+import { CoreContentPart, CoreMessage, GenerationRequest, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
 import { SamplingFieldsDto } from './sampling.dto';
 
 /** Pieces of the core request every dialect derives the same way. */
@@ -84,11 +84,17 @@ export function constraintFrom(d: SamplingFieldsDto, dialectFormat: OutputConstr
   return dialectFormat;
 }
 
-/** Plain text of a message's content (string or text parts); other parts are kept as core parts. */
-export function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : '')).join('');
-  return '';
+/**
+ * A message's parts as the template reads them: text alone becomes one string, its parts joined
+ * with a newline as llama.cpp joins text parts (glued, "…hi" + "what" read as "…hiwhat").
+ */
+export function contentOf(parts: CoreContentPart[]): string | CoreContentPart[] {
+  return parts.every((p) => p.type === 'text') ? joinTexts(parts.map((p) => (p as { text: string }).text)) : parts;
+}
+
+/** Texts of one message, joined as llama.cpp joins text parts. */
+export function joinTexts(texts: string[]): string {
+  return texts.join('\n');
 }
 
 export type { CoreMessage };

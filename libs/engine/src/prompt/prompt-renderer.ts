@@ -210,7 +210,8 @@ function parsedOr(args: string): unknown {
 function textOnly(m: CoreMessage): CoreMessage {
   if (m.tool_calls?.length) m = { ...m, tool_calls: m.tool_calls.map(jsonArguments) };
   if (!Array.isArray(m.content)) return { ...m, content: m.content ?? '' };
-  return { ...m, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+  // Text parts joined with a newline, as llama.cpp joins them; other parts have no text.
+  return { ...m, content: m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n') };
 }
 
 /** Whether the vocabulary has the fill-in-the-middle markers a suffix needs (the local runner's "insert"). */

@@ -9,7 +9,7 @@ import {
   PromptInput,
   RequestScope,
 } from '../../../../engine/src/core/generation-request';
-import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
+import { checkMessages, constraintFrom, contentOf, joinTexts, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { MessagesBlock, MessagesInputMessage, MessagesRequestDto, MessagesTool, MessagesToolChoice } from '../protocol/messages.dto';
 
 export const MESSAGES_DEFAULT_MAX_TOKENS = 1024;
@@ -136,7 +136,7 @@ function toCoreMessages(m: MessagesInputMessage, i: number): CoreMessage[] {
     }
   });
   if (parts.length || calls.length || out.length === 0) {
-    const msg: CoreMessage = { role, content: parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('') : parts };
+    const msg: CoreMessage = { role, content: contentOf(parts) };
     if (calls.length) msg.tool_calls = calls;
     if (reasoning !== undefined) msg.reasoning_content = reasoning;
     out.push(msg);
@@ -155,8 +155,8 @@ function toolResultContent(b: MessagesBlock, at: string): CoreMessage['content']
     );
   } else throw new InvalidRequestError(`cannot parse request: ${at}.content must be a string or an array of blocks`);
   // Templates have no error flag for a tool message: say it in the text.
-  if (b.is_error === true) parts.unshift({ type: 'text', text: 'Error: ' });
-  return parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('') : parts;
+  if (b.is_error === true) parts.unshift({ type: 'text', text: 'Error:' });
+  return contentOf(parts);
 }
 
 /** image and document blocks. A plain-text document is text any model can read; the rest are media parts. */
@@ -167,7 +167,7 @@ function mediaPart(b: MessagesBlock | null, at: string): CoreContentPart {
   if (!src || typeof src !== 'object') throw new InvalidRequestError(`cannot parse request: ${at}.source is required`);
   if (b.type === 'document' && src.type === 'text') return { type: 'text', text: str(src.data, `${at}.source.data`) };
   if (b.type === 'document' && src.type === 'content' && Array.isArray(src.content)) {
-    return { type: 'text', text: (src.content as MessagesBlock[]).map((x) => (typeof x?.text === 'string' ? x.text : '')).join('') };
+    return { type: 'text', text: joinTexts((src.content as MessagesBlock[]).map((x) => (typeof x?.text === 'string' ? x.text : ''))) };
   }
   const kind = b.type === 'image' ? 'image' : 'file';
   const mime = typeof src.media_type === 'string' ? src.media_type : undefined;

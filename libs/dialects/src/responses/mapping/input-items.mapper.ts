@@ -1,6 +1,7 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
 import { CoreContentPart, CoreMessage } from '../../../../engine/src/core/generation-request';
 import { ResponsesInputItem } from '../protocol/responses.dto';
+import { contentOf, joinTexts } from '../../shared/to-core';
 
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
@@ -67,7 +68,7 @@ function messageToCore(item: ResponsesInputItem, at: string): CoreMessage {
   if (typeof c === 'string') return { role, content: c };
   if (!Array.isArray(c)) throw new InvalidRequestError(`cannot parse request: ${at}.content must be a string or an array of parts`);
   const parts = c.map((p, j) => partToCore(p as Record<string, unknown>, `${at}.content[${j}]`));
-  return { role, content: parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('') : parts };
+  return { role, content: contentOf(parts) };
 }
 
 function partToCore(p: Record<string, unknown>, at: string): CoreContentPart {
@@ -96,7 +97,7 @@ function partToCore(p: Record<string, unknown>, at: string): CoreContentPart {
 /** A tool result: a string, or parts whose text is joined. */
 function outputText(v: unknown, at: string): string {
   if (typeof v === 'string') return v;
-  if (Array.isArray(v)) return v.map((p, j) => str((p as { text?: unknown })?.text, `${at}[${j}].text`)).join('');
+  if (Array.isArray(v)) return joinTexts(v.map((p, j) => str((p as { text?: unknown })?.text, `${at}[${j}].text`)));
   throw new InvalidRequestError(`cannot parse request: ${at} must be a string or an array of text parts`);
 }
 
