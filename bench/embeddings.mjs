@@ -48,7 +48,8 @@ function sentence(i) {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 function embed(port, input) {
-  const body = Buffer.from(JSON.stringify({ model: 'm', input, encoding_format: 'float' }));
+  // No model name: each server's own (llama-server ignores the field).
+  const body = Buffer.from(JSON.stringify({ input, encoding_format: 'float' }));
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const req = http.request({ host: HOST, port, method: 'POST', path: '/v1/embeddings', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {

@@ -43,6 +43,11 @@ class CreateEmbedderWorker : public PromiseWorker {
     if (!st->ctx) {
       throw std::runtime_error("failed to create the embedding context" + (cap.text().empty() ? "" : ": " + cap.text()));
     }
+    auto tpp = ggml_threadpool_params_default(p_.n_threads);
+    tpp.paused = true;
+    st->pool = ggml_threadpool_new(&tpp);
+    if (!st->pool) throw std::runtime_error("failed to create the compute threads");
+    llama_attach_threadpool(st->ctx, st->pool, nullptr);
     st->pooling = llama_pooling_type(st->ctx);
     st->nBatch = (int32_t) llama_n_batch(st->ctx);
     st->nSeqMax = (int32_t) llama_n_seq_max(st->ctx);
@@ -100,6 +105,12 @@ class EmbedWorker : public PromiseWorker {
   void Execute() override {
     EmbedderState & s = *st_;
     out_.resize(inputs_.size());
+    // Awake for this call only: between calls the threads sleep rather than poll.
+    ggml_threadpool_resume(s.pool);
+    struct Pause {
+      ggml_threadpool * p;
+      ~Pause() { ggml_threadpool_pause(p); }
+    } pause{s.pool};
     size_t next = 0;
     // Inputs are packed into batches, each input its own sequence.
     while (next < inputs_.size()) {

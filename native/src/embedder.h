@@ -6,6 +6,7 @@
 
 #include <napi.h>
 
+#include "ggml-cpu.h"
 #include "llama.h"
 
 #include <atomic>
@@ -21,9 +22,14 @@ struct EmbedderState {
   enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
   // One embed() at a time: a second call is refused rather than racing llama.cpp.
   std::atomic<bool> busy{false};
+  // The CPU compute threads, kept and asleep between calls: without one attached, ggml starts
+  // and joins a pool for every graph (measured: 14.6 ms a one-input call with 2 threads, 0.13 ms
+  // with 1).
+  ggml_threadpool * pool = nullptr;
   ~EmbedderState() {
     if (batch.token) llama_batch_free(batch);
     if (ctx) llama_free(ctx);
+    if (pool) ggml_threadpool_free(pool);
   }
 };
 

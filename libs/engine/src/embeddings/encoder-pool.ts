@@ -14,9 +14,23 @@ const SEQS_PER_BATCH = 64;
 /** What a route wants of an encoder: vectors, or a cross-encoder's pair scores. */
 export type EncoderUse = 'embed' | 'rank';
 
-/** One encoder's weights and embedding context; its embed() calls run one at a time. */
+/** Inputs one native call takes from the waiting requests (a request with more still goes whole). */
+const INPUTS_PER_CALL = 256;
+
+interface Waiting {
+  inputs: Int32Array[];
+  resolve: (v: Float32Array[]) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * One encoder's weights and embedding context. Requests that arrive while a native call runs
+ * wait, and go together in the next one (as llama-server batches its slots): one short input
+ * a call cost 8 concurrent clients 6× the throughput of one call for all of them.
+ */
 export class Encoder {
-  private tail: Promise<unknown> = Promise.resolve();
+  private readonly waiting: Waiting[] = [];
+  private running?: Promise<void>;
 
   constructor(
     readonly entry: CatalogEntry,
@@ -32,18 +46,41 @@ export class Encoder {
     return this.entry.name;
   }
 
-  /** Unit-length vectors, one per token list; queued behind the calls before it. */
+  /** Unit-length vectors (a cross-encoder's: one score each), one per token list. */
   embed(inputs: Int32Array[]): Promise<Float32Array[]> {
-    const run = this.tail.then(() => this.embedder.embed(inputs));
-    this.tail = run.catch(() => undefined);
-    return run;
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ inputs, resolve, reject });
+      this.next();
+    });
   }
 
-  /** Waits for queued calls, then frees the context and the weights. */
+  /** Waits for the calls queued, then frees the context and the weights. */
   async dispose(): Promise<void> {
-    await this.tail;
+    while (this.running) await this.running;
     this.embedder.dispose();
     this.native.dispose();
+  }
+
+  /** Starts a native call for the requests waiting, unless one runs. */
+  private next(): void {
+    if (this.running || this.waiting.length === 0) return;
+    let n = 0;
+    let take = 0;
+    while (take < this.waiting.length && (take === 0 || n + this.waiting[take].inputs.length <= INPUTS_PER_CALL)) n += this.waiting[take++].inputs.length;
+    const group = this.waiting.splice(0, take);
+    this.running = this.embedder.embed(group.flatMap((w) => w.inputs)).then(
+      (vectors) => {
+        let at = 0;
+        for (const w of group) {
+          w.resolve(vectors.slice(at, at + w.inputs.length));
+          at += w.inputs.length;
+        }
+      },
+      (err) => group.forEach((w) => w.reject(err)),
+    ).finally(() => {
+      this.running = undefined;
+      this.next();
+    });
   }
 }
 
