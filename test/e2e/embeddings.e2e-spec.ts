@@ -128,6 +128,10 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
 
     const long = await postJson(`${srv.url}/api/embed`, { model: name, input: 'word '.repeat(600) });
     expect([long.status, long.json.prompt_eval_count, long.json.embeddings[0].length]).toEqual([200, 512, 64]);
+    // Cut to fit with its closing [SEP] kept, as sentence-transformers cuts.
+    expectSameVector(long.json.embeddings[0], bertReference(bert, [[101, ...Array(510).fill(2773), 102]])[0]);
+    const list = await postJson(`${srv.url}/api/embeddings`, { model: name, prompt: ['a', 'b'] });
+    expect([list.status, list.json]).toEqual([400, { error: 'prompt must be a string (/api/embed takes a list as input)' }]);
     const refused = await postJson(`${srv.url}/api/embed`, { model: name, input: 'word '.repeat(600), truncate: false });
     expect([refused.status, refused.json]).toEqual([400, { error: `input is 602 tokens; ${name} reads at most 512` }]);
     const empty = await postJson(`${srv.url}/api/embed`, { model: name, input: '' });
@@ -235,6 +239,74 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
   });
 });
 
+describe('an encoder under load', () => {
+  let srv: RunningServer;
+  let name: string;
+  const stats = async () => (await (await fetch(`${srv.url}/v1/stats?model=${name}`)).json()) as Record<string, number>;
+  // 2048 inputs of ~200 tokens: 8 native calls of 256 inputs, each long enough to be seen.
+  const big = { input: Array.from({ length: 2048 }, (_, i) => `${'word '.repeat(200)}${i}`) };
+
+  beforeAll(async () => {
+    const bert = syntheticModel('bert-tiny');
+    name = basename(bert, '.gguf');
+    srv = await startServer(['-m', bert, '-threads', '2', '-concurrency', '1', '-queue', '1']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('a client that leaves stops its request between native calls; /v1/stats counts it', async () => {
+    await postJson(`${srv.url}/v1/embeddings`, { input: 'warm up' });
+    const before = await stats();
+    const ac = new AbortController();
+    const gone = fetch(`${srv.url}/api/embed`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(big), signal: ac.signal }).catch(() => undefined);
+    // Once its first call runs, the client goes.
+    for (let i = 0; i < 200 && (await stats()).calls === before.calls; i++) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    await gone;
+    const small = await postJson(`${srv.url}/v1/embeddings`, { input: 'hello world' });
+    expect(small.status).toBe(200);
+    const after = await stats();
+    expect(after).toMatchObject({ model: name, requests: before.requests + 2, cancelled: before.cancelled + 1, pooling: 'mean', context_per_request: 512 });
+    // The small request's call and at most the two the big one had begun: not its eight.
+    expect(after.calls - before.calls).toBeLessThanOrEqual(3);
+  });
+
+  it('past -concurrency plus -queue waiting requests, 429 with Retry-After: 1 and an empty body', async () => {
+    const all = await Promise.all(Array.from({ length: 4 }, () => fetch(`${srv.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: big.input.slice(0, 512) }) })));
+    const refused = all.filter((r) => r.status === 429);
+    expect(all.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(2);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const r of refused) {
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(await r.text()).toBe('');
+    }
+    expect((await stats()).rejected).toBe(refused.length);
+  });
+});
+
+describe('-embed and -rerank naming the wrong kind of model', () => {
+  let srv: RunningServer;
+  let bert: string;
+  let reranker: string;
+
+  beforeAll(async () => {
+    bert = syntheticModel('bert-tiny');
+    reranker = syntheticModel('bert-rerank-tiny');
+    srv = await startServer(['-m', fixtureModel(STORIES), '-embed', reranker, '-rerank', bert, '-threads', '2']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('are refused with a 400 naming what each model is, not answered with the wrong numbers', async () => {
+    const e = await postJson(`${srv.url}/v1/embeddings`, { input: 'hi' });
+    expect([e.status, e.json.error.message]).toEqual([400, `${basename(reranker, '.gguf')} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`]);
+    const r = await postJson(`${srv.url}/v1/rerank`, { query: 'q', documents: ['a'] });
+    expect([r.status, r.json.error.message]).toEqual([400, `${basename(bert, '.gguf')} is not a reranker (a cross-encoder)`]);
+  });
+});
+
 describe('an encoder given as -m', () => {
   let srv: RunningServer;
   let bert: string;
@@ -258,5 +330,8 @@ describe('an encoder given as -m', () => {
     expect([chat.status, chat.json.error.message]).toEqual([400, `${name} is an encoder and cannot generate text`]);
     const rerank = await postJson(`${srv.url}/v1/rerank`, { query: 'q', documents: ['a'] });
     expect([rerank.status, rerank.json.error.message]).toEqual([400, 'this server has no reranker: start it with -rerank <model>']);
+    // The default model's numbers are the encoder's.
+    const stats = await (await fetch(`${srv.url}/v1/stats`)).json();
+    expect(stats).toMatchObject({ model: name, requests: 1, inputs: 1, prompt_tokens: 4, calls: 1, rejected: 0, cancelled: 0 });
   });
 });

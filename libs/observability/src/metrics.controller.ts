@@ -1,5 +1,7 @@
 import { Controller, Get, Header, Inject, NotFoundException, Query } from '@nestjs/common';
+import { EncoderPool } from '../../engine/src/embeddings/encoder-pool';
 import { ModelManager } from '../../engine/src/models/model-manager';
+import { CatalogEntry, isEncoderEntry } from '../../store/src/catalog';
 import { MetricsService } from './metrics.service';
 
 @Controller()
@@ -7,6 +9,7 @@ export class MetricsController {
   constructor(
     @Inject(MetricsService) private readonly metrics: MetricsService,
     @Inject(ModelManager) private readonly models: ModelManager,
+    @Inject(EncoderPool) private readonly encoders: EncoderPool,
   ) {}
 
   @Get('metrics')
@@ -23,6 +26,7 @@ export class MetricsController {
     if (name === undefined) throw new NotFoundException('this server has no model. Pull one: POST /api/pull');
     // A name nothing lists: the catalog's 404, with the available names.
     const entry = this.models.catalog.resolve(name);
+    if (isEncoderEntry(entry)) return this.encoderStats(entry);
     const lm = this.models.resident().find((m) => m.entry.path === entry.path);
     if (!lm) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
     const s = lm.scheduler.stats;
@@ -52,6 +56,26 @@ export class MetricsController {
       sample_ms: Math.round(s.sampleUs / 1000),
       decode_idle_ms: Math.round(s.decodeIdleUs / 1000),
       streamed_steps: s.streamedSteps,
+    };
+  }
+
+  /** An encoder's numbers: requests, inputs and tokens embedded, native calls (requests waiting together share one). */
+  private async encoderStats(entry: CatalogEntry): Promise<unknown> {
+    const enc = (await this.encoders.resident()).find((e) => e.entry.path === entry.path);
+    if (!enc) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
+    const s = enc.stats;
+    return {
+      model: entry.name,
+      backend_load_ms: Math.round(enc.loadMs),
+      context_per_request: enc.embedder.nCtx,
+      pooling: enc.embedder.pooling,
+      requests: s.requests,
+      inputs: s.inputs,
+      prompt_tokens: s.tokens,
+      calls: s.calls,
+      rejected: s.rejected,
+      cancelled: s.cancelled,
+      compute_ms: Math.round(s.computeMs),
     };
   }
 }

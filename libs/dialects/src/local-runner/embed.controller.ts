@@ -1,4 +1,6 @@
 import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { InvalidRequestError } from '../../../engine/src/core/errors';
+import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { EmbeddingService, EmbedResult } from '../../../engine/src/embeddings/embedding.service';
 import { embeddingInputs } from '../shared/embedding-input';
 import { EmbedRequestDto, LegacyEmbeddingRequestDto } from './protocol/local-runner.dto';
@@ -15,14 +17,14 @@ export class EmbedController {
 
   @Post('embed')
   @HttpCode(200)
-  async embed(@Body() dto: EmbedRequestDto): Promise<Record<string, unknown>> {
+  async embed(@Body() dto: EmbedRequestDto, @ClientSignal() signal: AbortSignal): Promise<Record<string, unknown>> {
     const started = performance.now();
     const inputs = embeddingInputs(dto.input, 'input');
     if (!inputs) {
       const { model, loaded, loadMs } = await this.embeddings.load(dto.model ?? '');
       return { model, embeddings: [], total_duration: ns(performance.now() - started), load_duration: loaded ? ns(loadMs) : 0, prompt_eval_count: 0 };
     }
-    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: dto.truncate ?? true, dimensions: dto.dimensions });
+    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: dto.truncate ?? true, dimensions: dto.dimensions, signal });
     return {
       model: r.model,
       embeddings: r.vectors.map((v) => Array.from(v)),
@@ -34,13 +36,15 @@ export class EmbedController {
 
   @Post('embeddings')
   @HttpCode(200)
-  async legacy(@Body() dto: LegacyEmbeddingRequestDto): Promise<Record<string, unknown>> {
+  async legacy(@Body() dto: LegacyEmbeddingRequestDto, @ClientSignal() signal: AbortSignal): Promise<Record<string, unknown>> {
+    // One prompt, one vector: a list would lose all but its first.
+    if (Array.isArray(dto.prompt)) throw new InvalidRequestError('prompt must be a string (/api/embed takes a list as input)');
     const inputs = embeddingInputs(dto.prompt, 'prompt');
     if (!inputs) {
       await this.embeddings.load(dto.model ?? '');
       return { embedding: [] };
     }
-    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: true });
+    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: true, signal });
     return { embedding: Array.from(r.vectors[0]) };
   }
 }

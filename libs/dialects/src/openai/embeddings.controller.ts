@@ -1,4 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { EmbeddingService } from '../../../engine/src/embeddings/embedding.service';
 import { embeddingInputs } from '../shared/embedding-input';
@@ -12,13 +13,13 @@ export class EmbeddingsController {
 
   @Post('embeddings')
   @HttpCode(200)
-  async create(@Body() dto: EmbeddingRequestDto): Promise<Record<string, unknown>> {
+  async create(@Body() dto: EmbeddingRequestDto, @ClientSignal() signal: AbortSignal): Promise<Record<string, unknown>> {
     const format = dto.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') throw new InvalidRequestError(`encoding_format ${JSON.stringify(format)} is not one of float, base64`);
     const inputs = embeddingInputs(dto.input, 'input');
     if (!inputs) throw new InvalidRequestError(dto.input === undefined || dto.input === null ? 'input is required' : 'input is an empty array: there is nothing to embed');
     // OpenAI refuses an input over the model's length rather than cutting it.
-    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: false, dimensions: dto.dimensions });
+    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: false, dimensions: dto.dimensions, signal });
     return renderEmbeddings(r, format as EncodingFormat);
   }
 }

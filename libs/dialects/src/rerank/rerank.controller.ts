@@ -1,4 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { RerankService } from '../../../engine/src/embeddings/rerank.service';
 import { RerankRequestDto } from './protocol/rerank.dto';
 import { renderRerank } from './rendering/rerank-renderer';
@@ -11,9 +12,9 @@ export class RerankController {
 
   @Post(['rerank', 'v1/rerank', 'rerank/v1/rerank'])
   @HttpCode(200)
-  async rerank(@Body() dto: RerankRequestDto): Promise<unknown> {
+  async rerank(@Body() dto: RerankRequestDto, @ClientSignal() signal: AbortSignal): Promise<unknown> {
     const ask = readRerank(dto);
-    const r = await this.reranker.rerank({ model: dto.model ?? '', query: ask.query, documents: ask.texts });
+    const r = await this.reranker.rerank({ model: dto.model ?? '', query: ask.query, documents: ask.texts, signal });
     return renderRerank(ask, r, { rawScores: dto.raw_scores ?? false, returnText: dto.return_text ?? false, returnDocuments: dto.return_documents ?? true });
   }
 }

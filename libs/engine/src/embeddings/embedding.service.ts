@@ -12,6 +12,8 @@ export interface EmbedRequest {
   truncate: boolean;
   /** Fewer dimensions: the vector's first ones, normalized again (as OpenAI and the local runner do). */
   dimensions?: number;
+  /** The client's: inputs not computed yet are dropped when it fires. */
+  signal?: AbortSignal;
 }
 
 export interface EmbedResult {
@@ -43,12 +45,13 @@ export class EmbeddingService implements OnApplicationShutdown {
     }
     // Special tokens in the text are read as such, as llama-server does.
     const lists = await Promise.all(req.inputs.map((text) => encoder.native.tokenize(text, true, true)));
+    const closing = lists.some((t) => t.length > nCtx) ? closingToken(await encoder.native.tokenize('', true, true)) : undefined;
     const fitted = lists.map((toks, i) => {
       if (toks.length <= nCtx) return toks;
       if (!req.truncate) throw new InvalidRequestError(`input${req.inputs.length > 1 ? `[${i}]` : ''} is ${toks.length} tokens; ${name} reads at most ${nCtx}`);
-      return toks.subarray(0, nCtx);
+      return fitTokens(toks, nCtx, closing);
     });
-    const vectors = fitted.length ? await encoder.embed(fitted) : [];
+    const vectors = fitted.length ? await encoder.embed(fitted, req.signal) : [];
     return {
       model: name,
       encoder,
@@ -67,6 +70,21 @@ export class EmbeddingService implements OnApplicationShutdown {
   onApplicationShutdown(): Promise<void> {
     return this.encoders.close();
   }
+}
+
+/** The token the tokenizer closes every text with ([SEP], EOS), if any: what an empty text ends with after its opening. */
+function closingToken(empty: Int32Array): number | undefined {
+  return empty.length >= 2 ? empty[empty.length - 1] : undefined;
+}
+
+/**
+ * The first `n` tokens, the closing special token kept last (as sentence-transformers and
+ * text-embeddings-inference cut): the model was trained on texts that end with it.
+ */
+export function fitTokens(toks: Int32Array, n: number, closing?: number): Int32Array {
+  const cut = toks.slice(0, n);
+  if (closing !== undefined && toks[toks.length - 1] === closing) cut[n - 1] = closing;
+  return cut;
 }
 
 /** The first `n` dimensions, at unit length again. */

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CatalogEntry, isEncoderEntry, isRerankerEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { NativeEmbedder, NativeModel } from '../backend/native-addon';
-import { InvalidRequestError, ServerShuttingDownError } from '../core/errors';
+import { EngineError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { sha256File } from '../models/file-hash';
 
@@ -14,23 +14,38 @@ const SEQS_PER_BATCH = 64;
 /** What a route wants of an encoder: vectors, or a cross-encoder's pair scores. */
 export type EncoderUse = 'embed' | 'rank';
 
-/** Inputs one native call takes from the waiting requests (a request with more still goes whole). */
+/** Inputs one native call takes from the waiting requests: a longer request goes in several calls, others' between them. */
 const INPUTS_PER_CALL = 256;
 
 interface Waiting {
   inputs: Int32Array[];
+  out: Float32Array[];
+  /** Inputs done, and in the call running. */
+  done: number;
+  taken: number;
+  signal?: AbortSignal;
   resolve: (v: Float32Array[]) => void;
   reject: (e: unknown) => void;
 }
 
+/** Why a waiting request was dropped: its client went away (nobody reads the answer; 499 as nginx logs it). */
+export class EmbedAbortedError extends EngineError {
+  constructor() {
+    super('the client went away', 499);
+  }
+}
+
 /**
  * One encoder's weights and embedding context. Requests that arrive while a native call runs
- * wait, and go together in the next one (as llama-server batches its slots): one short input
- * a call cost 8 concurrent clients 6× the throughput of one call for all of them.
+ * wait, and go together in the next one (as llama-server batches its slots: one call per
+ * request served 8 concurrent clients at a sixth of the rate); a request of more than
+ * INPUTS_PER_CALL inputs goes in several calls, and stops between them when its client leaves.
  */
 export class Encoder {
   private readonly waiting: Waiting[] = [];
   private running?: Promise<void>;
+  /** What /v1/stats shows for an encoder. */
+  readonly stats = { requests: 0, inputs: 0, tokens: 0, calls: 0, rejected: 0, cancelled: 0, computeMs: 0 };
 
   constructor(
     readonly entry: CatalogEntry,
@@ -40,6 +55,8 @@ export class Encoder {
     readonly contentHash: string,
     readonly loadMs: number,
     readonly loadedAt: Date,
+    /** Requests that may wait at once (-concurrency plus -queue); past it, 429. */
+    private readonly maxWaiting: number,
   ) {}
 
   get name(): string {
@@ -47,9 +64,17 @@ export class Encoder {
   }
 
   /** Unit-length vectors (a cross-encoder's: one score each), one per token list. */
-  embed(inputs: Int32Array[]): Promise<Float32Array[]> {
+  embed(inputs: Int32Array[], signal?: AbortSignal): Promise<Float32Array[]> {
+    if (inputs.length === 0) return Promise.resolve([]);
+    if (this.waiting.length >= this.maxWaiting) {
+      this.stats.rejected++;
+      return Promise.reject(new QueueFullError());
+    }
+    this.stats.requests++;
+    this.stats.inputs += inputs.length;
+    for (const t of inputs) this.stats.tokens += t.length;
     return new Promise((resolve, reject) => {
-      this.waiting.push({ inputs, resolve, reject });
+      this.waiting.push({ inputs, out: [], done: 0, taken: 0, signal, resolve, reject });
       this.next();
     });
   }
@@ -63,24 +88,54 @@ export class Encoder {
 
   /** Starts a native call for the requests waiting, unless one runs. */
   private next(): void {
-    if (this.running || this.waiting.length === 0) return;
-    let n = 0;
-    let take = 0;
-    while (take < this.waiting.length && (take === 0 || n + this.waiting[take].inputs.length <= INPUTS_PER_CALL)) n += this.waiting[take++].inputs.length;
-    const group = this.waiting.splice(0, take);
-    this.running = this.embedder.embed(group.flatMap((w) => w.inputs)).then(
-      (vectors) => {
-        let at = 0;
-        for (const w of group) {
-          w.resolve(vectors.slice(at, at + w.inputs.length));
-          at += w.inputs.length;
-        }
-      },
-      (err) => group.forEach((w) => w.reject(err)),
-    ).finally(() => {
-      this.running = undefined;
-      this.next();
-    });
+    if (this.running) return;
+    // A request whose client left is dropped before its next inputs are computed.
+    for (let k = this.waiting.length - 1; k >= 0; k--) {
+      if (!this.waiting[k].signal?.aborted) continue;
+      this.stats.cancelled++;
+      this.waiting.splice(k, 1)[0].reject(new EmbedAbortedError());
+    }
+    const group: Waiting[] = [];
+    const inputs: Int32Array[] = [];
+    for (const w of this.waiting) {
+      if (inputs.length >= INPUTS_PER_CALL) break;
+      w.taken = Math.min(w.inputs.length - w.done, INPUTS_PER_CALL - inputs.length);
+      inputs.push(...w.inputs.slice(w.done, w.done + w.taken));
+      group.push(w);
+    }
+    if (group.length === 0) return;
+    const started = performance.now();
+    this.stats.calls++;
+    let call: Promise<Float32Array[]>;
+    try {
+      call = this.embedder.embed(inputs);
+    } catch (err) {
+      call = Promise.reject(err); // refused at once (disposed, busy): the group's requests fail, not hang
+    }
+    this.running = call
+      .then(
+        (vectors) => {
+          let at = 0;
+          for (const w of group) {
+            w.out.push(...vectors.slice(at, at + w.taken));
+            at += w.taken;
+            w.done += w.taken;
+            if (w.done === w.inputs.length) this.settle(w, () => w.resolve(w.out));
+          }
+        },
+        (err) => group.forEach((w) => this.settle(w, () => w.reject(err))),
+      )
+      .finally(() => {
+        this.stats.computeMs += performance.now() - started;
+        this.running = undefined;
+        this.next();
+      });
+  }
+
+  private settle(w: Waiting, fn: () => void): void {
+    const k = this.waiting.indexOf(w);
+    if (k >= 0) this.waiting.splice(k, 1);
+    fn();
   }
 }
 
@@ -133,16 +188,15 @@ export class EncoderPool {
   private resolve(name: string): CatalogEntry {
     const encName = this.catalog.encoderName();
     if (name === '') {
-      if (encName !== undefined) return this.catalog.resolve(encName);
+      if (encName !== undefined) return vectorEncoder(this.catalog.resolve(encName));
       const def = this.catalog.resolve('', { generating: true });
       if (isVectorEncoder(def)) return def;
       const any = this.firstListed(isVectorEncoder);
       if (any) return any;
-      throw noEncoder(def.name);
+      return vectorEncoder(def, noEncoder(def.name));
     }
     const entry = this.catalog.resolve(name, { generating: true });
-    if (isVectorEncoder(entry)) return entry;
-    if (isRerankerEntry(entry)) throw new InvalidRequestError(`${entry.name} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`);
+    if (isVectorEncoder(entry) || isRerankerEntry(entry)) return vectorEncoder(entry);
     const enc = encName ?? this.firstListed(isVectorEncoder)?.name;
     if (enc !== undefined) throw new InvalidRequestError(`${entry.name} is a decoder and cannot embed; this server's encoder is ${enc}`);
     throw noEncoder(entry.name);
@@ -151,16 +205,20 @@ export class EncoderPool {
   private resolveReranker(name: string): CatalogEntry {
     const flag = this.catalog.rerankerName();
     if (name === '') {
-      if (flag !== undefined) return this.catalog.resolve(flag);
+      if (flag !== undefined) return this.reranker(this.catalog.resolve(flag), flag);
       const def = this.catalog.resolve('', { generating: true });
       const any = isRerankerEntry(def) ? def : this.firstListed(isRerankerEntry);
       if (any) return any;
       throw new InvalidRequestError('this server has no reranker: start it with -rerank <model>');
     }
-    const entry = this.catalog.resolve(name, { generating: true });
+    return this.reranker(this.catalog.resolve(name, { generating: true }), flag ?? this.firstListed(isRerankerEntry)?.name);
+  }
+
+  /** The entry if it is a cross-encoder (-rerank naming an encoder is refused here too), else a 400 naming one there is. */
+  private reranker(entry: CatalogEntry, other: string | undefined): CatalogEntry {
     if (isRerankerEntry(entry)) return entry;
-    const rr = flag ?? this.firstListed(isRerankerEntry)?.name;
-    throw new InvalidRequestError(`${entry.name} is not a reranker (a cross-encoder)${rr !== undefined ? `; this server's reranker is ${rr}` : ''}`);
+    const there = other !== undefined && other !== entry.name ? `; this server's reranker is ${other}` : '';
+    throw new InvalidRequestError(`${entry.name} is not a reranker (a cross-encoder)${there}`);
   }
 
   private firstListed(test: (e: CatalogEntry) => boolean): CatalogEntry | undefined {
@@ -180,12 +238,19 @@ export class EncoderPool {
       const ms = performance.now() - started;
       const what = embedder.pooling === 'rank' ? 'reranker' : 'encoder';
       this.log.log(`loaded ${what} ${entry.name} (${native.info.description}) on ${this.backend.name} in ${ms.toFixed(0)} ms; ${embedder.nEmbd} dimensions, ${embedder.pooling} pooling, inputs up to ${embedder.nCtx} tokens`);
-      return new Encoder(entry, native, embedder, hashed.value, ms, new Date());
+      return new Encoder(entry, native, embedder, hashed.value, ms, new Date(), c.concurrency + c.queueLimit);
     } catch (err) {
       native.dispose();
       throw err;
     }
   }
+}
+
+/** The entry if it writes vectors; a cross-encoder (even as -embed) is refused, as is a decoder with `orElse`. */
+function vectorEncoder(e: CatalogEntry, orElse?: Error): CatalogEntry {
+  if (isVectorEncoder(e)) return e;
+  if (isRerankerEntry(e)) throw new InvalidRequestError(`${e.name} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`);
+  throw orElse ?? noEncoder(e.name);
 }
 
 /** An encoder that writes vectors (a cross-encoder writes pair scores). */

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidRequestError } from '../core/errors';
+import { fitTokens } from './embedding.service';
 import { EncoderPool } from './encoder-pool';
 
 export interface RerankRequest {
@@ -7,6 +8,8 @@ export interface RerankRequest {
   model: string;
   query: string;
   documents: string[];
+  /** The client's: pairs not scored yet are dropped when it fires. */
+  signal?: AbortSignal;
 }
 
 export interface RerankResult {
@@ -31,13 +34,8 @@ export class RerankService {
     const { nCtx } = encoder.embedder;
     // A pair longer than the model reads loses the end of its document, its closing token kept
     // (as rerank services cut long documents rather than refuse them).
-    const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => {
-      if (t.length <= nCtx) return t;
-      const cut = t.slice(0, nCtx);
-      cut[nCtx - 1] = t[t.length - 1];
-      return cut;
-    });
-    const scores = (await encoder.embed(pairs)).map((v) => v[0]);
+    const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => (t.length <= nCtx ? t : fitTokens(t, nCtx, t[t.length - 1])));
+    const scores = (await encoder.embed(pairs, req.signal)).map((v) => v[0]);
     return { model: name, scores, promptTokens: pairs.reduce((n, t) => n + t.length, 0) };
   }
 }
