@@ -319,6 +319,15 @@ describe('responses API function tools (synthetic qwen2.5-tiny, real Qwen2.5 tem
     });
     expect(whole.usage!.input_tokens).toBe(second.usage!.input_tokens);
     expect(whole.output_text).toBe(second.output_text);
+
+    // An output for a call nobody made is refused, as OpenAI refuses it, chained or sent whole.
+    for (const body of [
+      { previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'call_nobody', output: 'x' }] },
+      { input: [{ role: 'user', content: 'Weather?' }, { type: 'function_call_output', call_id: call.call_id, output: 'x' }] },
+    ]) {
+      const r = await postJson(`${srv.url}/v1/responses`, { model: '', tools, max_output_tokens: 4, ...body });
+      expect([r.status, r.json.error.message]).toEqual([400, expect.stringMatching(/^No tool call found for function call output with call_id call_/)]);
+    }
   });
 });
 

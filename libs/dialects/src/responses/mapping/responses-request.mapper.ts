@@ -30,6 +30,7 @@ export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn 
   const messages: CoreMessage[] = [];
   if (d.instructions) messages.push({ role: 'system', content: d.instructions });
   messages.push(...(prior?.conversation ?? []), ...input);
+  refuseUnknownCallOutputs(messages);
   let tools = d.tools?.map(toCoreTool);
   const choice = toolChoice(d.tool_choice, tools);
   // A forced tool: the template sees only that tool, so the call grammar can produce nothing else.
@@ -83,4 +84,15 @@ export function textFormat(f: ResponsesTextFormat | undefined): OutputConstraint
     return { kind: 'json_schema', schema: f.schema };
   }
   throw new InvalidRequestError(`text.format.type must be text, json_object or json_schema, got "${f.type}"`);
+}
+
+/** A function_call_output answers a call made earlier in the conversation (this input or a turn it continues), as OpenAI checks. */
+function refuseUnknownCallOutputs(messages: CoreMessage[]): void {
+  const calls = new Set<string>();
+  for (const m of messages) {
+    for (const c of m.tool_calls ?? []) if (c.id) calls.add(c.id);
+    if (m.role === 'tool' && m.tool_call_id !== undefined && !calls.has(m.tool_call_id)) {
+      throw new InvalidRequestError(`No tool call found for function call output with call_id ${m.tool_call_id}.`);
+    }
+  }
 }
