@@ -7,6 +7,7 @@ import { LocalRunnerModule } from '../../../libs/dialects/src/local-runner/local
 import { MessagesModule } from '../../../libs/dialects/src/messages/messages.module';
 import { ResponsesModule } from '../../../libs/dialects/src/responses/responses.module';
 import { RerankModule } from '../../../libs/dialects/src/rerank/rerank.module';
+import { RedactionModule } from '../../../libs/redaction/src/redaction.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
@@ -23,7 +24,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, ContextsModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -1,0 +1,45 @@
+import { fixtureModel, STORIES } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(60_000);
+
+describe('POST /v1/redact (the real server process)', () => {
+  let srv: RunningServer;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-api-key', 'k']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  const post = (body: unknown, key = 'k') => postJson(`${srv.url}/v1/redact`, body, key ? { authorization: `Bearer ${key}` } : {});
+
+  it('answers the redact object: tags in the text, findings with offsets into the original', async () => {
+    const text = 'Write to jo@example.org, card 4111-1111-1111-1111, from 10.0.0.7.';
+    const r = await post({ text });
+    expect(r.status).toBe(200);
+    expect(r.json.text).toBe('Write to [EMAIL], card [CREDIT_CARD], from [IP_ADDRESS].');
+    expect(r.json.findings.map((f: { type: string; start: number; end: number }) => [f.type, text.slice(f.start, f.end)])).toEqual([
+      ['email', 'jo@example.org'],
+      ['credit_card', '4111-1111-1111-1111'],
+      ['ip_address', '10.0.0.7'],
+    ]);
+    const only = await post({ text, types: ['email'] });
+    expect(only.json).toEqual({ text: 'Write to [EMAIL], card 4111-1111-1111-1111, from 10.0.0.7.', findings: [{ type: 'email', start: 9, end: 23 }] });
+  });
+
+  it('refuses bad input in the service error shape, and needs the key like every route', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{}, 'text is required'],
+      [{ text: 5 }, 'text must be a string'],
+      [{ text: 'x', types: 'email' }, 'types must be an array of strings'],
+      [{ text: 'x', types: ['email', 'passport'] }, 'unknown redaction type "passport"; known: email, credit_card, iban, ssn, ip_address, phone'],
+    ];
+    for (const [body, message] of cases) {
+      const r = await post(body);
+      expect([r.status, r.json]).toEqual([400, { error: { message, type: 'Bad Request' } }]);
+    }
+    expect((await post({ text: 'x' }, '')).status).toBe(401);
+  });
+});
