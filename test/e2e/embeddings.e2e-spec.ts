@@ -228,6 +228,7 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
         ['/v1/rerank', { query: 'q', documents: ['a', 5] }, 'documents[1] must be a string or an object with a text'],
         ['/v1/rerank', { query: 'q', documents: ['a'], top_n: 0 }, 'top_n must be 1 or more, got 0'],
         ['/v1/rerank', { model: name, query: 'q', documents: ['a'] }, `${name} is not a reranker (a cross-encoder); this server's reranker is ${rrName}`],
+        ['/v1/rerank', { query: 'word '.repeat(600), documents: ['a'] }, `the query is 602 tokens with its markers; ${rrName} reads at most 512 a pair, with the document`],
         ['/v1/embeddings', { model: rrName, input: 'a' }, `${rrName} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`],
         ['/v1/chat/completions', { model: rrName, messages: [{ role: 'user', content: 'hi' }] }, `${rrName} is an encoder and cannot generate text`],
       ];
@@ -270,6 +271,17 @@ describe('an encoder under load', () => {
     expect(after).toMatchObject({ model: name, requests: before.requests + 2, cancelled: before.cancelled + 1, pooling: 'mean', context_per_request: 512 });
     // The small request's call and at most the two the big one had begun: not its eight.
     expect(after.calls - before.calls).toBeLessThanOrEqual(3);
+  });
+
+  it('a long request takes turns: one input sent after it is answered long before it', async () => {
+    const done: string[] = [];
+    const long = postJson(`${srv.url}/api/embed`, big).then((r) => done.push(`long ${r.status}`));
+    const before = (await stats()).calls;
+    for (let i = 0; i < 200 && (await stats()).calls === before; i++) await new Promise((r) => setTimeout(r, 10));
+    const short = await postJson(`${srv.url}/v1/embeddings`, { input: 'hello world' });
+    done.push(`short ${short.status}`);
+    await long;
+    expect(done).toEqual(['short 200', 'long 200']);
   });
 
   it('past -concurrency plus -queue waiting requests, 429 with Retry-After: 1 and an empty body', async () => {

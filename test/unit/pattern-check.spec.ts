@@ -3,7 +3,7 @@ import { schemaProblem } from '../../libs/engine/src/constraints/schema-check';
 
 describe('patterns llama.cpp cannot follow in time', () => {
   it('refuses long runs of copies that can match nothing', () => {
-    for (const p of ['^(b|c)*{100}$', '^((b|c)?){100}$', '^((b?){10}){10}$', '^(a|b?){40}$', `^${'a?'.repeat(40)}$`, '^(foo|)*{40}$', '(?:x*){33}', '^(b|c)*{33,}$']) {
+    for (const p of ['^(b|c)*{100}$', '^((b|c)?){100}$', '^((b?){10}){10}$', '^(a|b?){40}$', `^${'a?'.repeat(9)}$`, '^(foo|)*{40}$', '(?:x*){9}', '^(b|c)*{9,}$', '^(b|c)*{,100}$', '^(b|c)*{ 100}$', '^(b|c)*{0, 100}$', `^${'(b|c|)'.repeat(60)}$`, '^(b|c)*{16}$']) {
       expect([p, patternProblem(p)]).toEqual([p, expect.stringContaining('repeats an expression that can match nothing')]);
     }
     expect(patternProblem('^(b|c)*{100}$')).toBe(
@@ -12,7 +12,7 @@ describe('patterns llama.cpp cannot follow in time', () => {
   });
 
   it('lets ordinary patterns through', () => {
-    for (const p of ['^(b|c)*{20}$', '^(b|c){0,200}$', '^[bc]*[bc]*$', '^(\\d{1,3}\\.){3}\\d{1,3}$', '^\\w+@\\w+\\.\\w+$', '^[a-z]{2,40}$', '^(?:x?)*$', '[(]{100}', '\\({50}', '^a{500}$', `^${'a?'.repeat(32)}$`, '^[^]]*$', 'unclosed(', '(?<name>ab)+']) {
+    for (const p of ['^(b|c)*{8}$', '^(b|c){0,200}$', '^[bc]*[bc]*$', '^(\\d{1,3}\\.){3}\\d{1,3}$', '^\\w+@\\w+\\.\\w+$', '^[a-z]{2,40}$', '^(?:x?)*$', '[(]{100}', '\\({50}', '^a{500}$', `^${'a?'.repeat(8)}$`, '^[^]]*$', 'unclosed(', '(?<name>ab)+', '^(\\+\\d{1,3})?\\s?\\(?\\d{3}\\)?[\\s.-]?\\d{3}[\\s.-]?\\d{4}$', '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?)?$', '^\\d{1,3}(,\\d{3})*(\\.\\d+)?$']) {
       expect([p, patternProblem(p)]).toEqual([p, undefined]);
     }
   });

@@ -1,5 +1,6 @@
 import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { CoreContentPart, CoreMessage, GenerationRequest, OutputConstraint, SamplingParams } from '../../../engine/src/core/generation-request';
+import { joinTexts } from '../../../engine/src/prompt/text-parts';
 import { SamplingFieldsDto } from './sampling.dto';
 
 /** Pieces of the core request every dialect derives the same way. */
@@ -92,10 +93,7 @@ export function contentOf(parts: CoreContentPart[]): string | CoreContentPart[] 
   return parts.every((p) => p.type === 'text') ? joinTexts(parts.map((p) => (p as { text: string }).text)) : parts;
 }
 
-/** Texts of one message, joined as llama.cpp joins text parts. */
-export function joinTexts(texts: string[]): string {
-  return texts.join('\n');
-}
+export { joinTexts };
 
 export type { CoreMessage };
 

@@ -4,10 +4,11 @@
  * (`(b|c)*{100}`, `(a?){100}`) the grammar keeps one stack for every way to split the text
  * among the copies and walks them all for every token: measured on a 2-layer model, 16 tokens
  * took 2 s with 50 such copies and 32 s with 100, holding the engine thread (every other
- * request, a cancel and SIGTERM waited). Runs of up to MAX_NULLABLE_RUN are allowed (16 tokens
- * cost well under a second there); longer ones are refused before the request runs.
+ * request, a cancel and SIGTERM waited); the cost grows faster than the output too (16 copies:
+ * 8.4 s for 256 tokens). Runs of up to MAX_NULLABLE_RUN are allowed (a real pattern has a few
+ * optional pieces in a row); longer ones are refused before the request runs.
  */
-export const MAX_NULLABLE_RUN = 32;
+export const MAX_NULLABLE_RUN = 8;
 
 /** What a parsed piece can match as far as the check cares: nothing at all, and how many such copies it lines up. */
 interface Piece {
@@ -60,7 +61,7 @@ class RegexScan {
     while (this.i < this.src.length && this.src[this.i] !== '|' && this.src[this.i] !== ')') {
       const piece = this.item();
       if (!piece) continue;
-      if (piece.nullable) run += piece.width;
+      if (piece.nullable) run += Math.max(1, piece.width); // an empty alternative is a copy too
       else {
         all = false;
         run = 0;
@@ -101,10 +102,22 @@ class RegexScan {
     else if (c === '+') q = [1, Infinity];
     else if (c === '?') q = [0, 1];
     else if (c === '{') {
-      const m = /^\{(\d+)(,(\d*))?\}/.exec(this.src.slice(this.i));
-      if (!m) return undefined;
-      q = [Number(m[1]), m[2] === undefined ? Number(m[1]) : m[3] === '' ? Infinity : Number(m[3])];
-      this.i += m[0].length - 1;
+      // As llama.cpp's converter reads braces: split on the comma, each side as std::stoi reads
+      // it (leading spaces, trailing text ignored), an empty side meaning 0 or no bound.
+      const close = this.src.indexOf('}', this.i);
+      if (close < 0) throw new Error('unterminated {');
+      const nums = this.src.slice(this.i + 1, close).split(',');
+      const num = (t: string, empty: number): number => {
+        if (t === '') return empty;
+        const m = /^\s*[+-]?\d+/.exec(t);
+        if (!m) throw new Error('invalid number in braces');
+        return Number(m[0]);
+      };
+      if (nums.length === 1) q = [num(nums[0], NaN), num(nums[0], NaN)];
+      else if (nums.length === 2) q = [num(nums[0], 0), num(nums[1], Infinity)];
+      else throw new Error('wrong number of values in braces');
+      if (Number.isNaN(q[0])) throw new Error('invalid number in braces');
+      this.i = close;
     }
     if (!q) return undefined;
     this.i++;

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CatalogEntry, isEncoderEntry, isRerankerEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { NativeEmbedder, NativeModel } from '../backend/native-addon';
-import { EngineError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
+import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { sha256File } from '../models/file-hash';
 
@@ -14,8 +14,9 @@ const SEQS_PER_BATCH = 64;
 /** What a route wants of an encoder: vectors, or a cross-encoder's pair scores. */
 export type EncoderUse = 'embed' | 'rank';
 
-/** Inputs one native call takes from the waiting requests: a longer request goes in several calls, others' between them. */
+/** What one native call takes from the waiting requests: a longer request goes in several calls, others' between them. */
 const INPUTS_PER_CALL = 256;
+const TOKENS_PER_CALL = 32_768;
 
 interface Waiting {
   inputs: Int32Array[];
@@ -28,13 +29,6 @@ interface Waiting {
   reject: (e: unknown) => void;
 }
 
-/** Why a waiting request was dropped: its client went away (nobody reads the answer; 499 as nginx logs it). */
-export class EmbedAbortedError extends EngineError {
-  constructor() {
-    super('the client went away', 499);
-  }
-}
-
 /**
  * One encoder's weights and embedding context. Requests that arrive while a native call runs
  * wait, and go together in the next one (as llama-server batches its slots: one call per
@@ -44,6 +38,7 @@ export class EmbedAbortedError extends EngineError {
 export class Encoder {
   private readonly waiting: Waiting[] = [];
   private running?: Promise<void>;
+  private closed = false;
   /** What /v1/stats shows for an encoder. */
   readonly stats = { requests: 0, inputs: 0, tokens: 0, calls: 0, rejected: 0, cancelled: 0, computeMs: 0 };
 
@@ -65,6 +60,7 @@ export class Encoder {
 
   /** Unit-length vectors (a cross-encoder's: one score each), one per token list. */
   embed(inputs: Int32Array[], signal?: AbortSignal): Promise<Float32Array[]> {
+    if (this.closed) return Promise.reject(new ServerShuttingDownError());
     if (inputs.length === 0) return Promise.resolve([]);
     if (this.waiting.length >= this.maxWaiting) {
       this.stats.rejected++;
@@ -79,8 +75,9 @@ export class Encoder {
     });
   }
 
-  /** Waits for the calls queued, then frees the context and the weights. */
+  /** Waits for the calls queued, then frees the context and the weights; later calls are 503s. */
   async dispose(): Promise<void> {
+    this.closed = true;
     while (this.running) await this.running;
     this.embedder.dispose();
     this.native.dispose();
@@ -93,15 +90,23 @@ export class Encoder {
     for (let k = this.waiting.length - 1; k >= 0; k--) {
       if (!this.waiting[k].signal?.aborted) continue;
       this.stats.cancelled++;
-      this.waiting.splice(k, 1)[0].reject(new EmbedAbortedError());
+      this.waiting.splice(k, 1)[0].reject(new ClientGoneError());
     }
     const group: Waiting[] = [];
     const inputs: Int32Array[] = [];
+    let tokens = 0;
     for (const w of this.waiting) {
-      if (inputs.length >= INPUTS_PER_CALL) break;
-      w.taken = Math.min(w.inputs.length - w.done, INPUTS_PER_CALL - inputs.length);
-      inputs.push(...w.inputs.slice(w.done, w.done + w.taken));
-      group.push(w);
+      w.taken = 0;
+      // Up to the call's inputs and tokens (one input at least, whatever its length).
+      while (w.done + w.taken < w.inputs.length && inputs.length < INPUTS_PER_CALL) {
+        const t = w.inputs[w.done + w.taken];
+        if (inputs.length > 0 && tokens + t.length > TOKENS_PER_CALL) break;
+        inputs.push(t);
+        tokens += t.length;
+        w.taken++;
+      }
+      if (w.taken > 0) group.push(w);
+      if (inputs.length >= INPUTS_PER_CALL || tokens >= TOKENS_PER_CALL) break;
     }
     if (group.length === 0) return;
     const started = performance.now();
@@ -121,6 +126,7 @@ export class Encoder {
             at += w.taken;
             w.done += w.taken;
             if (w.done === w.inputs.length) this.settle(w, () => w.resolve(w.out));
+            else this.toBack(w); // a long request takes turns with those behind it
           }
         },
         (err) => group.forEach((w) => this.settle(w, () => w.reject(err))),
@@ -130,6 +136,11 @@ export class Encoder {
         this.running = undefined;
         this.next();
       });
+  }
+
+  private toBack(w: Waiting): void {
+    const k = this.waiting.indexOf(w);
+    if (k >= 0) this.waiting.push(...this.waiting.splice(k, 1));
   }
 
   private settle(w: Waiting, fn: () => void): void {

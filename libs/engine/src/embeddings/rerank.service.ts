@@ -32,6 +32,9 @@ export class RerankService {
     if (req.documents.length > MAX_RERANK_DOCUMENTS) throw new InvalidRequestError(`${req.documents.length} documents; at most ${MAX_RERANK_DOCUMENTS} are scored at once`);
     const { encoder, name } = await this.encoders.acquire(req.model, 'rank');
     const { nCtx } = encoder.embedder;
+    // A query that leaves no room for a document would score every document as the same cut text.
+    const [bare] = await encoder.native.rerankInputs(req.query, ['']);
+    if (bare.length >= nCtx) throw new InvalidRequestError(`the query is ${bare.length} tokens with its markers; ${name} reads at most ${nCtx} a pair, with the document`);
     // A pair longer than the model reads loses the end of its document, its closing token kept
     // (as rerank services cut long documents rather than refuse them).
     const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => (t.length <= nCtx ? t : fitTokens(t, nCtx, t[t.length - 1])));

@@ -1,4 +1,5 @@
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
+import { joinTexts } from './text-parts';
 import { InvalidRequestError } from '../core/errors';
 import { CoreMessage, CoreTool, CoreToolCall, CoreToolChoice, OutputConstraint, PromptInput } from '../core/generation-request';
 import { FALLBACK_CHAT_TEMPLATE } from './fallback-template';
@@ -210,8 +211,8 @@ function parsedOr(args: string): unknown {
 function textOnly(m: CoreMessage): CoreMessage {
   if (m.tool_calls?.length) m = { ...m, tool_calls: m.tool_calls.map(jsonArguments) };
   if (!Array.isArray(m.content)) return { ...m, content: m.content ?? '' };
-  // Text parts joined with a newline, as llama.cpp joins them; other parts have no text.
-  return { ...m, content: m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n') };
+  // Other parts have no text.
+  return { ...m, content: joinTexts(m.content.flatMap((p) => (p.type === 'text' ? [p.text] : []))) };
 }
 
 /** Whether the vocabulary has the fill-in-the-middle markers a suffix needs (the local runner's "insert"). */
