@@ -346,4 +346,25 @@ describe('an encoder given as -m', () => {
     const stats = await (await fetch(`${srv.url}/v1/stats`)).json();
     expect(stats).toMatchObject({ model: name, requests: 1, inputs: 1, prompt_tokens: 4, calls: 1, rejected: 0, cancelled: 0 });
   });
+
+  it('keep_alive works on the local runner\'s embedding routes as on /api/chat', async () => {
+    const name = basename(bert, '.gguf');
+    const ps = async () => ((await (await fetch(`${srv.url}/api/ps`)).json()) as { models: Array<{ name: string; expires_at: string }> }).models.find((m) => m.name === name);
+    // The -m encoder stays until a request sets a keep_alive.
+    expect((await ps())?.expires_at).toBe('2318-01-01T00:00:00.000Z');
+    await postJson(`${srv.url}/api/embed`, { model: name, input: 'a', keep_alive: '10m' });
+    const until = new Date((await ps())!.expires_at).getTime() - Date.now();
+    expect(until).toBeGreaterThan(9 * 60_000);
+    expect(until).toBeLessThanOrEqual(10 * 60_000);
+    const zero = await postJson(`${srv.url}/api/embeddings`, { model: name, prompt: 'a', keep_alive: 0 });
+    expect(zero.status).toBe(200);
+    for (let i = 0; i < 60 && (await ps()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await ps()).toBeUndefined();
+    // The next request loads it again.
+    const again = await postJson(`${srv.url}/api/embed`, { model: name, input: 'a' });
+    expect([again.status, again.json.load_duration > 0]).toEqual([200, true]);
+    expect(await ps()).toBeDefined();
+    const bad = await postJson(`${srv.url}/api/embed`, { model: name, input: 'a', keep_alive: { m: 5 } });
+    expect([bad.status, bad.json]).toEqual([400, { error: 'keep_alive must be a number or a duration string (5m, 30s, -1)' }]);
+  });
 });

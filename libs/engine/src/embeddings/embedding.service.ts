@@ -14,6 +14,8 @@ export interface EmbedRequest {
   dimensions?: number;
   /** The client's: inputs not computed yet are dropped when it fires. */
   signal?: AbortSignal;
+  /** The local runner's routes: keep_alive as sent (absent: -keep-alive), as on /api/chat. */
+  runner?: { keepAlive?: number | string | null };
 }
 
 export interface EmbedResult {
@@ -37,7 +39,7 @@ export class EmbeddingService implements OnApplicationShutdown {
 
   async embed(req: EmbedRequest): Promise<EmbedResult> {
     if (req.inputs.length > MAX_EMBED_INPUTS) throw new InvalidRequestError(`input holds ${req.inputs.length} strings; at most ${MAX_EMBED_INPUTS} are embedded at once`);
-    const { encoder, name, fresh } = await this.encoders.acquire(req.model, 'embed');
+    const { encoder, name, fresh } = await this.encoders.acquire(req.model, 'embed', req.runner);
     const { nEmbd, nCtx } = encoder.embedder;
     const dims = req.dimensions;
     if (dims !== undefined && !(Number.isInteger(dims) && dims >= 1 && dims <= nEmbd)) {
@@ -62,8 +64,8 @@ export class EmbeddingService implements OnApplicationShutdown {
   }
 
   /** Loads the encoder a name stands for (the local runner's empty-input preload). */
-  async load(model: string): Promise<{ model: string; loaded: boolean; loadMs: number }> {
-    const { encoder, name, fresh } = await this.encoders.acquire(model);
+  async load(model: string, keepAlive?: number | string | null): Promise<{ model: string; loaded: boolean; loadMs: number }> {
+    const { encoder, name, fresh } = await this.encoders.acquire(model, 'embed', { keepAlive });
     return { model: name, loaded: fresh, loadMs: encoder.loadMs };
   }
 

@@ -5,6 +5,7 @@ import { NativeEmbedder, NativeModel } from '../backend/native-addon';
 import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { sha256File } from '../models/file-hash';
+import { parseKeepAlive } from '../models/residency';
 
 /** Longest input an encoder reads when its training context says more (a batch holds a whole input). */
 const MAX_ENCODER_CTX = 8192;
@@ -39,6 +40,11 @@ export class Encoder {
   private readonly waiting: Waiting[] = [];
   private running?: Promise<void>;
   private closed = false;
+  /** When keep_alive runs out (undefined: never); renewed by every use. */
+  expiresAt?: Date;
+  /** keep_alive in ms, as the last request that set one asked (Infinity: forever). */
+  keepAliveMs = Infinity;
+  lastUsed = Date.now();
   /** What /v1/stats shows for an encoder. */
   readonly stats = { requests: 0, inputs: 0, tokens: 0, calls: 0, rejected: 0, cancelled: 0, computeMs: 0 };
 
@@ -73,6 +79,11 @@ export class Encoder {
       this.waiting.push({ inputs, out: [], done: 0, taken: 0, signal, resolve, reject });
       this.next();
     });
+  }
+
+  /** Requests waiting or computing. */
+  get busy(): boolean {
+    return this.waiting.length > 0 || this.running !== undefined;
   }
 
   /** Waits for the calls queued, then frees the context and the weights; later calls are 503s. */
@@ -150,28 +161,37 @@ export class Encoder {
   }
 }
 
+/** A use this recent counts as running: covers the gap between acquire() and embed(). */
+const IN_USE_GRACE_MS = 1000;
+const REAP_EVERY_MS = 500;
+
 /**
- * The encoders the server has loaded, by file: loaded on first use and kept (they are small,
- * and answer in milliseconds once resident). Apart from the generating models' ModelManager,
+ * The encoders the server has loaded, by file: loaded on first use, kept per keep_alive as the
+ * generating models are (the flags' encoders stay until a request sets one; others get
+ * -keep-alive), and unloaded once idle past it. Apart from the generating models' ModelManager,
  * as an encoder has no KV cache, scheduler or contexts.
  */
 export class EncoderPool {
   private readonly log = new Logger('encoders');
   private readonly loaded = new Map<string, Promise<Encoder>>();
   private closing = false;
+  private readonly reaper: NodeJS.Timeout;
 
   constructor(
     private readonly backend: InferenceBackend,
     private readonly catalog: ModelCatalog,
     private readonly config: EngineConfig,
-  ) {}
+  ) {
+    this.reaper = setInterval(() => void this.reapExpired(), REAP_EVERY_MS);
+    this.reaper.unref();
+  }
 
   /**
    * The encoder a request names for a use: '' is the flag's (-embed, -rerank), else the default
    * model when it is one, else the first listed. A name must be one for that use; another
    * model's is refused naming one there is.
    */
-  async acquire(name: string, use: EncoderUse = 'embed'): Promise<{ encoder: Encoder; name: string; fresh: boolean }> {
+  async acquire(name: string, use: EncoderUse = 'embed', opts?: { keepAlive?: number | string | null }): Promise<{ encoder: Encoder; name: string; fresh: boolean }> {
     if (this.closing) throw new ServerShuttingDownError();
     const entry = use === 'rank' ? this.resolveReranker(name) : this.resolve(name);
     let p = this.loaded.get(entry.path);
@@ -181,7 +201,43 @@ export class EncoderPool {
       this.loaded.set(entry.path, p);
       p.catch(() => this.loaded.delete(entry.path));
     }
-    return { encoder: await p, name: entry.name, fresh };
+    const encoder = await p;
+    // A local-runner request sets keep_alive (none sent: -keep-alive), as for a generating model;
+    // /v1 renews the last one set; a fresh load of an encoder no flag names gets -keep-alive.
+    const asked = opts?.keepAlive;
+    if (opts) encoder.keepAliveMs = asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
+    else if (fresh && !this.flagged(entry)) encoder.keepAliveMs = this.config.keepAliveMs;
+    encoder.lastUsed = Date.now();
+    encoder.expiresAt = encoder.keepAliveMs === Infinity ? undefined : new Date(encoder.lastUsed + encoder.keepAliveMs);
+    return { encoder, name: entry.name, fresh };
+  }
+
+  /** The encoders the flags name (-m, -embed, -rerank) stay loaded until a request sets a keep_alive. */
+  private flagged(entry: CatalogEntry): boolean {
+    const names = [this.catalog.encoderName(), this.catalog.rerankerName()];
+    const def = this.catalog.defaultName();
+    return [...names, def].some((n) => n !== undefined && this.catalogPath(n) === entry.path);
+  }
+
+  private catalogPath(name: string): string | undefined {
+    try {
+      return this.catalog.resolve(name).path;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Unloads encoders idle past their keep_alive. */
+  private async reapExpired(): Promise<void> {
+    const now = Date.now();
+    for (const [path, p] of this.loaded) {
+      const enc = await p.catch(() => undefined);
+      if (!enc || !enc.expiresAt || enc.expiresAt.getTime() > now || enc.busy || now - enc.lastUsed < IN_USE_GRACE_MS) continue;
+      if (this.loaded.get(path) !== p) continue;
+      this.loaded.delete(path);
+      this.log.log(`unloaded encoder ${enc.name} (keep_alive ran out)`);
+      await enc.dispose();
+    }
   }
 
   /** Encoders resident now (for /api/ps). */
@@ -192,6 +248,7 @@ export class EncoderPool {
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.reaper);
     for (const e of await this.resident()) await e.dispose();
     this.loaded.clear();
   }

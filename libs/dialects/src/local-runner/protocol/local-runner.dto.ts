@@ -78,7 +78,7 @@ export class ShowRequestDto {
   @IsOptional() @IsBoolean() verbose?: boolean;
 }
 
-/** /api/embed. keep_alive and options are accepted and not read: an encoder stays loaded. */
+/** /api/embed. options are accepted and not read (the encoder's context is the model's). */
 export class EmbedRequestDto {
   @IsOptional() @IsString() model?: string;
   /** A string or an array of strings (embeddingInputs words each refusal). */

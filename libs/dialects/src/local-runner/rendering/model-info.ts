@@ -70,7 +70,7 @@ export function tagsEntry(e: CatalogEntry, lm?: LoadedModel): Record<string, unk
   return { name: e.name, model: e.name, modified_at: e.modifiedAt.toISOString(), size: e.sizeBytes, digest: digest(e, lm), details: details(e, lm) };
 }
 
-/** A loaded encoder, listed by /api/ps beside the generating models: it stays loaded. */
+/** A loaded encoder, listed by /api/ps beside the generating models. */
 export function encoderPsEntry(enc: Encoder, onGpu: boolean): Record<string, unknown> {
   const e = enc.entry;
   return {
@@ -79,7 +79,7 @@ export function encoderPsEntry(enc: Encoder, onGpu: boolean): Record<string, unk
     size: e.sizeBytes,
     digest: digest(e, enc),
     details: details(e, enc),
-    expires_at: NEVER,
+    expires_at: enc.expiresAt?.toISOString() ?? NEVER,
     size_vram: onGpu ? e.sizeBytes : 0,
     context_length: enc.embedder.nCtx,
   };
