@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { CatalogEntry, isEncoderEntry, isRerankerEntry, ModelCatalog } from '../../../store/src/catalog';
+import { CatalogEntry, ModelCatalog } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { NativeEmbedder, NativeModel } from '../backend/native-addon';
-import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
+import { ClientGoneError, QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { sha256File } from '../models/file-hash';
 import { parseKeepAlive } from '../models/residency';
+import { EncoderNames } from './encoder-names';
 
 /** Longest input an encoder reads when its training context says more (a batch holds a whole input). */
 const MAX_ENCODER_CTX = 8192;
@@ -176,24 +177,22 @@ export class EncoderPool {
   private readonly loaded = new Map<string, Promise<Encoder>>();
   private closing = false;
   private readonly reaper: NodeJS.Timeout;
+  private readonly names: EncoderNames;
 
   constructor(
     private readonly backend: InferenceBackend,
-    private readonly catalog: ModelCatalog,
+    catalog: ModelCatalog,
     private readonly config: EngineConfig,
   ) {
+    this.names = new EncoderNames(catalog);
     this.reaper = setInterval(() => void this.reapExpired(), REAP_EVERY_MS);
     this.reaper.unref();
   }
 
-  /**
-   * The encoder a request names for a use: '' is the flag's (-embed, -rerank), else the default
-   * model when it is one, else the first listed. A name must be one for that use; another
-   * model's is refused naming one there is.
-   */
+  /** The encoder a request names for a use (EncoderNames), loaded if it is not. */
   async acquire(name: string, use: EncoderUse = 'embed', opts?: { keepAlive?: number | string | null }): Promise<{ encoder: Encoder; name: string; fresh: boolean }> {
     if (this.closing) throw new ServerShuttingDownError();
-    const entry = use === 'rank' ? this.resolveReranker(name) : this.resolve(name);
+    const entry = use === 'rank' ? this.names.forRerank(name) : this.names.forEmbedding(name);
     let p = this.loaded.get(entry.path);
     const fresh = !p;
     if (!p) {
@@ -206,25 +205,10 @@ export class EncoderPool {
     // /v1 renews the last one set; a fresh load of an encoder no flag names gets -keep-alive.
     const asked = opts?.keepAlive;
     if (opts) encoder.keepAliveMs = asked === undefined || asked === null || asked === '' ? this.config.keepAliveMs : parseKeepAlive(asked);
-    else if (fresh && !this.flagged(entry)) encoder.keepAliveMs = this.config.keepAliveMs;
+    else if (fresh && !this.names.flagged(entry)) encoder.keepAliveMs = this.config.keepAliveMs;
     encoder.lastUsed = Date.now();
     encoder.expiresAt = encoder.keepAliveMs === Infinity ? undefined : new Date(encoder.lastUsed + encoder.keepAliveMs);
     return { encoder, name: entry.name, fresh };
-  }
-
-  /** The encoders the flags name (-m, -embed, -rerank) stay loaded until a request sets a keep_alive. */
-  private flagged(entry: CatalogEntry): boolean {
-    const names = [this.catalog.encoderName(), this.catalog.rerankerName()];
-    const def = this.catalog.defaultName();
-    return [...names, def].some((n) => n !== undefined && this.catalogPath(n) === entry.path);
-  }
-
-  private catalogPath(name: string): string | undefined {
-    try {
-      return this.catalog.resolve(name).path;
-    } catch {
-      return undefined;
-    }
   }
 
   /** Unloads encoders idle past their keep_alive. */
@@ -253,46 +237,6 @@ export class EncoderPool {
     this.loaded.clear();
   }
 
-  private resolve(name: string): CatalogEntry {
-    const encName = this.catalog.encoderName();
-    if (name === '') {
-      if (encName !== undefined) return vectorEncoder(this.catalog.resolve(encName));
-      const def = this.catalog.resolve('', { generating: true });
-      if (isVectorEncoder(def)) return def;
-      const any = this.firstListed(isVectorEncoder);
-      if (any) return any;
-      return vectorEncoder(def, noEncoder(def.name));
-    }
-    const entry = this.catalog.resolve(name, { generating: true });
-    if (isVectorEncoder(entry) || isRerankerEntry(entry)) return vectorEncoder(entry);
-    const enc = encName ?? this.firstListed(isVectorEncoder)?.name;
-    if (enc !== undefined) throw new InvalidRequestError(`${entry.name} is a decoder and cannot embed; this server's encoder is ${enc}`);
-    throw noEncoder(entry.name);
-  }
-
-  private resolveReranker(name: string): CatalogEntry {
-    const flag = this.catalog.rerankerName();
-    if (name === '') {
-      if (flag !== undefined) return this.reranker(this.catalog.resolve(flag), flag);
-      const def = this.catalog.resolve('', { generating: true });
-      const any = isRerankerEntry(def) ? def : this.firstListed(isRerankerEntry);
-      if (any) return any;
-      throw new InvalidRequestError('this server has no reranker: start it with -rerank <model>');
-    }
-    return this.reranker(this.catalog.resolve(name, { generating: true }), flag ?? this.firstListed(isRerankerEntry)?.name);
-  }
-
-  /** The entry if it is a cross-encoder (-rerank naming an encoder is refused here too), else a 400 naming one there is. */
-  private reranker(entry: CatalogEntry, other: string | undefined): CatalogEntry {
-    if (isRerankerEntry(entry)) return entry;
-    const there = other !== undefined && other !== entry.name ? `; this server's reranker is ${other}` : '';
-    throw new InvalidRequestError(`${entry.name} is not a reranker (a cross-encoder)${there}`);
-  }
-
-  private firstListed(test: (e: CatalogEntry) => boolean): CatalogEntry | undefined {
-    return this.catalog.list().find(test);
-  }
-
   private async load(entry: CatalogEntry): Promise<Encoder> {
     const started = performance.now();
     const c = this.config;
@@ -312,20 +256,4 @@ export class EncoderPool {
       throw err;
     }
   }
-}
-
-/** The entry if it writes vectors; a cross-encoder (even as -embed) is refused, as is a decoder with `orElse`. */
-function vectorEncoder(e: CatalogEntry, orElse?: Error): CatalogEntry {
-  if (isVectorEncoder(e)) return e;
-  if (isRerankerEntry(e)) throw new InvalidRequestError(`${e.name} is a cross-encoder (a reranker): it scores pairs and writes no embeddings`);
-  throw orElse ?? noEncoder(e.name);
-}
-
-/** An encoder that writes vectors (a cross-encoder writes pair scores). */
-function isVectorEncoder(e: CatalogEntry): boolean {
-  return isEncoderEntry(e) && !isRerankerEntry(e);
-}
-
-function noEncoder(decoder: string): Error {
-  return new InvalidRequestError(`this server is serving ${decoder}, a decoder, and has no encoder loaded`);
 }
