@@ -365,6 +365,6 @@ describe('an encoder given as -m', () => {
     expect([again.status, again.json.load_duration > 0]).toEqual([200, true]);
     expect(await ps()).toBeDefined();
     const bad = await postJson(`${srv.url}/api/embed`, { model: name, input: 'a', keep_alive: { m: 5 } });
-    expect([bad.status, bad.json]).toEqual([400, { error: 'keep_alive must be a number or a duration string (5m, 30s, -1)' }]);
+    expect([bad.status, bad.json]).toEqual([400, { error: 'cannot parse request: keep_alive: keep_alive must be a string (got an object)' }]);
   });
 });

@@ -22,10 +22,10 @@ export class EmbedController {
     const started = performance.now();
     const inputs = embeddingInputs(dto.input, 'input');
     if (!inputs) {
-      const { model, loaded, loadMs } = await this.embeddings.load(dto.model ?? '', keepAliveOf(dto.keep_alive));
+      const { model, loaded, loadMs } = await this.embeddings.load(dto.model ?? '', dto.keep_alive);
       return { model, embeddings: [], total_duration: ns(performance.now() - started), load_duration: loaded ? ns(loadMs) : 0, prompt_eval_count: 0 };
     }
-    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: dto.truncate ?? true, dimensions: dto.dimensions, signal, runner: { keepAlive: keepAliveOf(dto.keep_alive) } });
+    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: dto.truncate ?? true, dimensions: dto.dimensions, signal, runner: { keepAlive: dto.keep_alive } });
     return {
       model: r.model,
       embeddings: r.vectors.map((v) => Array.from(v)),
@@ -42,18 +42,12 @@ export class EmbedController {
     if (Array.isArray(dto.prompt)) throw new InvalidRequestError('prompt must be a string (/api/embed takes a list as input)');
     const inputs = embeddingInputs(dto.prompt, 'prompt');
     if (!inputs) {
-      await this.embeddings.load(dto.model ?? '', keepAliveOf(dto.keep_alive));
+      await this.embeddings.load(dto.model ?? '', dto.keep_alive);
       return { embedding: [] };
     }
-    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: true, signal, runner: { keepAlive: keepAliveOf(dto.keep_alive) } });
+    const r = await this.embeddings.embed({ model: dto.model ?? '', inputs, truncate: true, signal, runner: { keepAlive: dto.keep_alive } });
     return { embedding: Array.from(r.vectors[0]) };
   }
-}
-
-/** keep_alive as the local runner takes it: a number of seconds or a duration string. */
-function keepAliveOf(v: unknown): number | string | null | undefined {
-  if (v === undefined || v === null || typeof v === 'number' || typeof v === 'string') return v;
-  throw new InvalidRequestError('keep_alive must be a number or a duration string (5m, 30s, -1)');
 }
 
 function loadNs(r: EmbedResult): number {

@@ -85,7 +85,7 @@ export class EmbedRequestDto {
   @IsOptional() input?: unknown;
   @IsOptional() @IsBoolean() truncate?: boolean;
   @IsOptional() @IsInt() dimensions?: number;
-  @IsOptional() keep_alive?: unknown;
+  @IsOptional() @ValidateIf((_o, v) => typeof v !== 'number') @IsString() keep_alive?: string | number;
   @IsOptional() @IsObject() options?: Record<string, unknown>;
 }
 
@@ -93,7 +93,7 @@ export class EmbedRequestDto {
 export class LegacyEmbeddingRequestDto {
   @IsOptional() @IsString() model?: string;
   @IsOptional() prompt?: unknown;
-  @IsOptional() keep_alive?: unknown;
+  @IsOptional() @ValidateIf((_o, v) => typeof v !== 'number') @IsString() keep_alive?: string | number;
   @IsOptional() @IsObject() options?: Record<string, unknown>;
 }
 
