@@ -23,12 +23,16 @@ struct SampleReq {
   int32_t top;
   int32_t budget;   // tokens this sequence may still take (chained steps stop at 0)
   bool eogStops;    // an end-of-generation token ends the chain
+  std::vector<int32_t> score;  // tokens whose log-probabilities are wanted whatever their rank (systemone)
   common_sampler * graph = nullptr;  // the sequence's clone sampled in the compute graph (graph_sampling.h)
+
+  bool wantsRaw() const { return top > 0 || !score.empty(); }
 };
 
 struct Logprob {
   float logprob;
   std::vector<std::pair<llama_token, float>> top;
+  std::vector<float> scored;  // log-softmax of the raw logits of SampleReq::score, in its order
 };
 
 // Steps a chain has run that JS has not taken yet. The engine thread fills it;
@@ -79,6 +83,11 @@ Napi::Object drain(Napi::Env env, Outbox & box) {
       top.Set((uint32_t) j, pair);
     }
     o.Set("top", top);
+    if (!lps[i]->scored.empty()) {
+      auto sc = Napi::Float32Array::New(env, lps[i]->scored.size());
+      for (size_t j = 0; j < lps[i]->scored.size(); j++) sc[j] = lps[i]->scored[j];
+      o.Set("scored", sc);
+    }
     arr.Set((uint32_t) i, o);
   }
   res.Set("logprobs", arr);
@@ -206,7 +215,7 @@ class StepWorker : public BusyWorker {
     if (!cs_->backendSampling) return;
     std::vector<GraphSample> g;
     g.reserve(reqs_.size());
-    for (auto & r : reqs_) g.push_back({r.index, r.smpl.get(), r.top > 0});
+    for (auto & r : reqs_) g.push_back({r.index, r.smpl.get(), r.wantsRaw()});
     bindGraphSamplers(*cs_, seq_, lg_, g);
     for (size_t i = 0; i < reqs_.size(); i++) reqs_[i].graph = g[i].graph;
   }
@@ -214,8 +223,8 @@ class StepWorker : public BusyWorker {
   void sampleAll() {
     const int64_t t0 = ggml_time_us();
     for (auto & r : reqs_) {
-      if (r.top > 0) {
-        logprobs_.push_back(topLogprobs(r.index, r.top));
+      if (r.wantsRaw()) {
+        logprobs_.push_back(topLogprobs(r.index, r.top, r.score));
       } else {
         logprobs_.push_back(std::nullopt);
       }
@@ -263,17 +272,21 @@ class StepWorker : public BusyWorker {
     for (int i = 0; i < n; i++) sum += std::exp((double) lg[i] - mx);
     return mx + (float) std::log(sum);
   }
-  Logprob topLogprobs(int32_t idx, int32_t k) {
+  Logprob topLogprobs(int32_t idx, int32_t k, const std::vector<int32_t> & score) {
     const float * lg = llama_get_logits_ith(cs_->ctx, idx);
     const int n = cs_->nVocab;
     k = std::min(k, n);
     float lse = logSumExp(lg);
-    std::vector<int32_t> ids(n);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                      [lg](int32_t a, int32_t b) { return lg[a] > lg[b] || (lg[a] == lg[b] && a < b); });
-    Logprob r{0.0f, {}};
-    for (int i = 0; i < k; i++) r.top.emplace_back(ids[i], lg[ids[i]] - lse);
+    Logprob r{0.0f, {}, {}};
+    if (k > 0) {
+      std::vector<int32_t> ids(n);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                        [lg](int32_t a, int32_t b) { return lg[a] > lg[b] || (lg[a] == lg[b] && a < b); });
+      for (int i = 0; i < k; i++) r.top.emplace_back(ids[i], lg[ids[i]] - lse);
+    }
+    r.scored.reserve(score.size());
+    for (int32_t t : score) r.scored.push_back(lg[t] - lse);
     lse_ = lse;
     return r;
   }
@@ -343,8 +356,20 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
     auto smpl = unwrapSampler(r.Get("sampler"));
     if (smpl->model != st->model) throwError(env, "step: sampler belongs to another model");
     if (smpl->inStep) throwError(env, "step: sampler is in use by another step() in flight");
+    std::vector<int32_t> score;
+    Napi::Value sv = r.Get("scoreTokens");
+    if (!sv.IsUndefined() && !sv.IsNull()) {
+      if (!sv.IsTypedArray() || sv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+        throwType(env, "step: scoreTokens must be an Int32Array");
+      }
+      auto a = sv.As<Napi::Int32Array>();
+      score.assign(a.Data(), a.Data() + a.ElementLength());
+      for (int32_t t : score) {
+        if (t < 0 || t >= st->nVocab) throwRange(env, "step: score token id " + std::to_string(t) + " out of range");
+      }
+    }
     reqs.push_back({idx, std::move(smpl), std::max(0, (int32_t) optNumber(r, "topLogprobs", 0)),
-                    (int32_t) optNumber(r, "budget", 1), optBool(r, "stopOnEog", true)});
+                    (int32_t) optNumber(r, "budget", 1), optBool(r, "stopOnEog", true), std::move(score)});
   }
   int32_t maxSteps = 1;
   double maxMs = 1e9, streamMs = 0;

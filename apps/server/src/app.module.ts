@@ -8,6 +8,7 @@ import { MessagesModule } from '../../../libs/dialects/src/messages/messages.mod
 import { ResponsesModule } from '../../../libs/dialects/src/responses/responses.module';
 import { RerankModule } from '../../../libs/dialects/src/rerank/rerank.module';
 import { RedactionModule } from '../../../libs/redaction/src/redaction.module';
+import { SystemOneModule } from '../../../libs/systemone/src/systemone.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
@@ -24,7 +25,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, ContextsModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, ContextsModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -8,6 +8,7 @@ import { ModelManager } from './models/model-manager';
 import { EmbeddingService } from './embeddings/embedding.service';
 import { EncoderPool } from './embeddings/encoder-pool';
 import { RerankService } from './embeddings/rerank.service';
+import { NextTokenScorer } from './decisions/next-token-scorer';
 
 export interface EngineModuleOptions {
   engine: EngineConfig;
@@ -18,7 +19,7 @@ export interface EngineModuleOptions {
   lexicon?: Lexicon;
 }
 
-/** The engine library as a Nest module: backend, catalog, model manager and encoders, the generation, embedding and rerank services. */
+/** The engine library as a Nest module: backend, catalog, model manager and encoders, the generation, embedding, rerank and next-token scoring services. */
 @Global()
 @Module({})
 export class EngineModule {
@@ -35,8 +36,9 @@ export class EngineModule {
         EngineService,
         EmbeddingService,
         RerankService,
+        NextTokenScorer,
       ],
-      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EncoderPool, EngineService, EmbeddingService, RerankService],
+      exports: [LEXICON, ENGINE_CONFIG, InferenceBackend, ModelCatalog, ModelManager, EncoderPool, EngineService, EmbeddingService, RerankService, NextTokenScorer],
     };
   }
 }

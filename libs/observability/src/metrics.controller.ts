@@ -49,6 +49,7 @@ export class MetricsController {
       prompt_tokens_decoded: s.promptTokensDecoded,
       cached_prompt_tokens: s.cachedPromptTokens,
       prompt_cache: lm.scheduler.promptCache,
+      contexts: lm.contexts.size,
       pipelined_chains: s.pipelinedChains,
       sampler_reuses: lm.scheduler.samplerReuses,
       generated_tokens: s.generatedTokens,

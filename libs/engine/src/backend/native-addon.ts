@@ -198,6 +198,8 @@ export interface NativeSampleRequest {
   budget?: number;
   /** An end-of-generation token ends a chained step (default true). */
   stopOnEog?: boolean;
+  /** Tokens whose log-probabilities (raw logits, log-softmax) are wanted whatever their rank: `scored` of the result. */
+  scoreTokens?: Int32Array;
 }
 
 export interface NativeStepOptions {
@@ -234,6 +236,8 @@ export interface NativeTokenLogprob {
   logprob: number;
   /** Best alternatives, sorted by logprob descending: [token, logprob]. */
   top: Array<[number, number]>;
+  /** The sample request's scoreTokens' logprobs, in its order (absent when it named none). */
+  scored?: Float32Array;
 }
 
 export interface NativeStepResult extends NativeStepTokens {

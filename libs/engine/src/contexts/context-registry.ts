@@ -88,6 +88,11 @@ export class ContextRegistry {
     for (const [k, c] of s.names) this.byName.set(k, c);
   }
 
+  /** Every context, hidden ones included (stored responses', decisions' while they run). */
+  get size(): number {
+    return this.byId.size;
+  }
+
   list(owner: string): KvContext[] {
     return [...this.byId.values()].filter((c) => c.owner === owner && !c.hidden);
   }

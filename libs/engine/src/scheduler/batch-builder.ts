@@ -81,7 +81,10 @@ export class BatchBuilder {
   /** Budget: tokens the sequence may still take, so a chained step stops where JS would. */
   private sampleRequest(s: Sequence, index: number): NativeSampleRequest {
     const left = Math.min(s.spec.maxTokens - s.generated.length, this.nCtxSeq - s.length - 1);
-    return { index, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs), budget: Math.max(1, left), stopOnEog: !s.spec.ignoreEos };
+    const r: NativeSampleRequest = { index, sampler: s.spec.sampler, topLogprobs: topN(s.spec.logprobs), budget: Math.max(1, left), stopOnEog: !s.spec.ignoreEos };
+    // Scored at the first answer position only: the one a decision reads.
+    if (s.spec.scoreTokens && s.generated.length === 0) r.scoreTokens = s.spec.scoreTokens;
+    return r;
   }
 }
 

@@ -67,6 +67,11 @@ export class Scheduler {
     return this.opts.nCtxSeq;
   }
 
+  /** Sequences generating at once (-concurrency). */
+  get concurrency(): number {
+    return this.opts.concurrency;
+  }
+
   /** A sampler for a request to submit (a finished request's, reset, when the options match). */
   sampler(opts: NativeSamplerOptions): NativeSampler {
     return this.samplers.take(opts);
@@ -238,8 +243,8 @@ export class Scheduler {
     this.pressure.holdAdmissions = false;
     while (this.queue.length > 0 && this.active.length < this.opts.concurrency) {
       const next = this.queue[0];
-      // Graph sampling serves top logprobs on the CPU: such a request binds nothing.
-      const config = next.spec.logprobs > 0 ? undefined : this.samplers.keyOf(next.spec.sampler);
+      // Graph sampling serves top logprobs (and scored tokens) on the CPU: such a request binds nothing.
+      const config = next.spec.logprobs > 0 || next.spec.scoreTokens ? undefined : this.samplers.keyOf(next.spec.sampler);
       const seq = next.spec.session ? next.spec.session.seq : this.takeSeqId(config);
       if (seq === undefined) return;
       this.freeSeqs.ran(seq, config);

@@ -49,6 +49,9 @@ export interface SequenceSpec {
   signal?: AbortSignal;
   /** Called once the request joins the running batch, with its prompt tokens read from a cache. */
   onAdmitted?(cachedTokens: number): void;
+  /** Tokens scored at the first answer position (whatever their rank); onScored gets their logprobs. */
+  scoreTokens?: Int32Array;
+  onScored?(logprobs: Float32Array): void;
 }
 
 /**
@@ -135,14 +138,18 @@ export class Sequence {
    * Takes a sampled token. Returns a finish reason when generation must end.
    */
   accept(token: number, lp: NativeTokenLogprob | null, nCtxSeq: number): { finish?: FinishReason; stop?: string } {
-    if (this.generated.length === 0) this.firstTokenAt = performance.now();
+    if (this.generated.length === 0) {
+      this.firstTokenAt = performance.now();
+      if (lp?.scored) this.spec.onScored?.(lp.scored);
+    }
     // max_tokens 0 only fills the KV (context prefill): the sampled token is dropped.
     if (this.spec.maxTokens === 0) return { finish: 'length' };
     this.generated.push(token);
     this.lastToken = token;
     if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };
     const bytes = this.model.tokenToPiece(token, this.shown.size > 0 && this.shown.has(token));
-    if (lp) {
+    // A scoring request gets an entry without asking for logprobs.
+    if (lp && this.spec.logprobs !== 0) {
       this.pendingLogprobs.push(this.renderLogprob(bytes, lp));
       this.pendingStarts.push(this.decodedChars);
     }
