@@ -209,7 +209,7 @@ describe('MCP on a chat model with an encoder and named callers (synthetic qwen2
     }
   });
 
-  it('refuses a request missing MCP-Protocol-Version, Mcp-Method or Mcp-Name (raw requests)', async () => {
+  it('refuses a request missing MCP-Protocol-Version, Mcp-Method or Mcp-Name, a 2025 handshake, and a body that is not JSON (raw requests)', async () => {
     const call = rpc('tools/call', { name: 'list_models', arguments: {} });
     const post = (headers: Record<string, string>, body: unknown = call) => postJson(`${srv.url}/mcp`, body, { ...ALICE, ...headers });
     // With every header the same request is answered: the refusals below are the headers'.
@@ -245,6 +245,12 @@ describe('MCP on a chat model with an encoder and named callers (synthetic qwen2
     );
     expect(legacy.status).toBe(400);
     expect(legacy.json.error).toMatchObject({ code: -32022, data: { supported: [VERSION] } });
+    // The service's parser reads the body first: its 400 for malformed JSON; the SDK wants JSON's media type.
+    const malformed = await post(all, '{"jsonrpc": "2.0", "id": 7,');
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.error.message).toMatch(/^malformed JSON: /);
+    const plain = await post({ ...all, 'content-type': 'text/plain' });
+    expect([plain.status, plain.json.error.code]).toEqual([415, -32000]);
   });
 
   it('only a browser origin on the serving machine may call it', async () => {
