@@ -35,7 +35,7 @@ export const TOOLS: readonly ToolSpec[] = [
         messages: {
           type: 'array',
           description: 'the conversation: {role, content} objects (roles system, user, assistant, tool, or any plain name)',
-          items: { type: 'object', properties: { role: { type: 'string' }, content: { type: ['string', 'array'] } }, required: ['role'] },
+          items: { type: 'object', properties: { role: { type: 'string' }, content: { type: ['string', 'array', 'null'] } }, required: ['role'] },
         },
         model: MODEL,
         max_tokens: MAX_TOKENS,
