@@ -1,0 +1,32 @@
+import { Controller, Inject, Post, Req, Res } from '@nestjs/common';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { requestIdentity } from '../../http/src/identity';
+import { clientSignal } from '../../http/src/request-scope.decorator';
+import { McpService } from './mcp.service';
+
+/**
+ * POST /mcp. The auth layer has admitted the request as any route's (the key; Host and Origin
+ * by libs/auth localSurfaceRefusal); the SDK answers it, headers checks and JSON-RPC errors included.
+ */
+@Controller()
+export class McpController {
+  constructor(@Inject(McpService) private readonly mcp: McpService) {}
+
+  @Post('mcp')
+  async serve(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await reply.send(await this.mcp.serve(webRequest(req, clientSignal(reply)), requestIdentity(req), req.body));
+  }
+}
+
+/**
+ * The request as the SDK's fetch-shaped entry takes it: URL, method and headers. The body is
+ * handed over already parsed (the service's parser: its size limit and JSON errors), and the
+ * signal cancels the call when the client goes away.
+ */
+function webRequest(req: FastifyRequest, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(`${req.protocol}://${req.host}${req.url}`, { method: req.method, headers, signal });
+}
