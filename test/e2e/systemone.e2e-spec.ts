@@ -141,13 +141,13 @@ describe('POST /v1/systemone (the real server process)', () => {
     expect(runs.map((x) => x.status)).toEqual([200, 200, 200, 200]);
     for (const x of [runs[0], runs[3]]) expect(x.json.answers.anger.score).toBeCloseTo(one.json.answers.anger.score, 3);
     expect(runs[1].json.answers.anger.score).not.toBeCloseTo(one.json.answers.anger.score, 3);
-    const stats = await (await fetch(`${srv.url}/v1/stats`)).json();
+    const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { contexts: number };
     expect(stats.contexts).toBe(0);
   });
 
   it('a client that leaves mid-decision stops it: its forks and state are freed, the server answers the next one', async () => {
     const many = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`q${i}`, { type: 'score', instructions: `Rate aspect ${i}.`, criteria: ['low', 'mid', 'high'] }]));
-    const before = await (await fetch(`${srv.url}/v1/stats`)).json();
+    const before = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { requests: number };
     const ac = new AbortController();
     const gone = fetch(`${srv.url}/v1/systemone`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state: { text: 'long '.repeat(300) }, questions: many }), signal: ac.signal });
     await new Promise((r) => setTimeout(r, 60));
@@ -156,7 +156,7 @@ describe('POST /v1/systemone (the real server process)', () => {
     let stats: { contexts: number; active: number; requests: number } = { contexts: -1, active: -1, requests: 0 };
     for (let i = 0; i < 100 && (stats.contexts !== 0 || stats.active !== 0); i++) {
       await new Promise((r) => setTimeout(r, 50));
-      stats = await (await fetch(`${srv.url}/v1/stats`)).json();
+      stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as typeof stats;
     }
     expect(stats).toMatchObject({ contexts: 0, active: 0 });
     // The state's prefill and 64 questions would be 65 requests: those after the client left never ran.

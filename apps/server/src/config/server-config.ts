@@ -33,6 +33,8 @@ export interface ServerConfig {
     whisper: boolean;
     rerank?: string;
     index: boolean;
+    /** The documents -index serves (and svc's index file, in its .svc-index folder). */
+    indexDir: string;
     studio: boolean;
     studioExec: boolean;
     classification: boolean;
@@ -103,6 +105,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
       whisper: f.whisper === true,
       rerank: f.rerank as string | undefined,
       index: f.index === true,
+      indexDir: resolve(String(f['index-dir'] ?? join(homedir(), '.svc', 'index'))),
       studio: f.studio === true,
       studioExec: f['studio-exec'] === true,
       classification: auth.classification.enabled,

@@ -1,0 +1,75 @@
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+
+/** A document file as a scan sees it: its path under the index folder (with '/'), size and mtime. */
+export interface DocumentStat {
+  source: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Text formats the index reads; anything else in the folder is left alone. */
+const TEXT_EXTENSIONS = new Set(['.txt', '.text', '.md', '.markdown', '.rst', '.adoc', '.org', '.tex', '.csv', '.tsv', '.json', '.jsonl', '.yaml', '.yml', '.xml', '.html', '.htm', '.log']);
+
+/** Larger files are skipped (with a warning): one document should not hold the index up for minutes. */
+export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
+
+/** The file beside the documents that gives them labels (never indexed itself). */
+export const LABELS_FILE = 'labels.json';
+
+/**
+ * Every indexable document under `dir`, sorted by path. Hidden entries (a
+ * leading '.', svc's own `.svc-index` among them) and symbolic links are
+ * skipped: a link could make the index serve a file from outside the folder.
+ */
+export function scanDocuments(dir: string, warn: (msg: string) => void): DocumentStat[] {
+  const out: DocumentStat[] = [];
+  const walk = (rel: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(join(dir, rel));
+    } catch (err) {
+      // The folder itself missing is an empty index; a subfolder that vanished mid-scan is skipped.
+      if (rel !== '' || (err as NodeJS.ErrnoException).code !== 'ENOENT') warn(`index: cannot read ${rel || dir}: ${(err as Error).message}`);
+      return;
+    }
+    for (const name of names.sort()) {
+      if (name.startsWith('.')) continue;
+      const source = rel ? `${rel}/${name}` : name;
+      if (source === LABELS_FILE) continue;
+      let st;
+      try {
+        st = lstatSync(join(dir, source));
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) walk(source);
+      else if (st.isFile() && TEXT_EXTENSIONS.has(extname(name).toLowerCase())) {
+        if (st.size > MAX_DOCUMENT_BYTES) warn(`index: ${source} is ${st.size} bytes; documents over ${MAX_DOCUMENT_BYTES} are skipped`);
+        else out.push({ source, size: st.size, mtimeMs: st.mtimeMs });
+      }
+    }
+  };
+  walk('');
+  return out;
+}
+
+/** A document's text, or undefined (with a warning) when it is not UTF-8 text. */
+export function readDocument(dir: string, source: string, warn: (msg: string) => void): { text: string; bytes: Buffer } | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(join(dir, source));
+  } catch (err) {
+    warn(`index: cannot read ${source}: ${(err as Error).message}`);
+    return undefined;
+  }
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    if (text.includes('\0')) throw new Error('binary');
+    // A byte-order mark is no part of the text.
+    return { text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, bytes };
+  } catch {
+    warn(`index: ${source} is not UTF-8 text; skipped`);
+    return undefined;
+  }
+}

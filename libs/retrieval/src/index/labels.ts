@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABELS_FILE } from './document-files';
+
+/**
+ * Which labels each document carries, from `labels.json` beside the documents:
+ * an object whose keys are a document's path, a folder (ending in '/') or '*'
+ * (every document), each mapped to an array of labels. A document carries the
+ * labels of every key that names it. No file: no document has labels.
+ */
+export class DocumentLabels {
+  private constructor(private readonly rules: Array<[string, string[]]>) {}
+
+  static none(): DocumentLabels {
+    return new DocumentLabels([]);
+  }
+
+  /** Reads the folder's labels.json; a malformed one throws (the index then refuses to answer rather than show too much). */
+  static read(dir: string): DocumentLabels {
+    let raw: string;
+    try {
+      raw = readFileSync(join(dir, LABELS_FILE), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return DocumentLabels.none();
+      throw new Error(`index ${LABELS_FILE}: ${(err as Error).message}`);
+    }
+    let v: unknown;
+    try {
+      v = JSON.parse(raw);
+    } catch (err) {
+      throw new Error(`index ${LABELS_FILE} is not JSON: ${(err as Error).message}`);
+    }
+    return DocumentLabels.of(v);
+  }
+
+  static of(v: unknown): DocumentLabels {
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`index ${LABELS_FILE} must be an object mapping paths or folders to arrays of labels`);
+    const rules: Array<[string, string[]]> = [];
+    for (const [key, labels] of Object.entries(v as Record<string, unknown>)) {
+      if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string' && l.trim() !== '')) {
+        throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} must map to an array of labels (non-empty strings)`);
+      }
+      rules.push([key.replace(/^\.?\/+/, ''), labels as string[]]);
+    }
+    return new DocumentLabels(rules);
+  }
+
+  /** The labels of a document, sorted, each once. */
+  of(source: string): string[] {
+    const out = new Set<string>();
+    for (const [key, labels] of this.rules) {
+      if (key === '*' || key === source || (key.endsWith('/') && source.startsWith(key))) for (const l of labels) out.add(l);
+    }
+    return [...out].sort();
+  }
+}

@@ -1,0 +1,151 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chunkText } from '../../libs/retrieval/src/index/chunker';
+import { DocumentIndex, IndexEmbedder } from '../../libs/retrieval/src/index/document-index';
+import { readIndexFile, writeIndexFile } from '../../libs/retrieval/src/index/index-file';
+import { DocumentLabels } from '../../libs/retrieval/src/index/labels';
+
+describe('chunker', () => {
+  const check = (text: string, max: number) => {
+    const chunks = chunkText(text, max);
+    for (const c of chunks) {
+      expect(text.slice(c.start, c.end)).toBe(c.text);
+      expect(c.text.length).toBeLessThanOrEqual(max);
+      expect(c.text).toBe(c.text.trim());
+    }
+    // In order, not overlapping, and only whitespace left out.
+    for (let i = 1; i < chunks.length; i++) expect(chunks[i].start).toBeGreaterThanOrEqual(chunks[i - 1].end);
+    expect(chunks.map((c) => c.text).join('').replace(/\s/g, '')).toBe(text.replace(/\s/g, ''));
+    return chunks;
+  };
+
+  it('packs paragraphs together up to the limit and cuts between them', () => {
+    const text = 'One two.\n\nThree four five.\n\nSix.';
+    expect(check(text, 1000).map((c) => c.text)).toEqual([text]);
+    expect(check(text, 20).map((c) => c.text)).toEqual(['One two.', 'Three four five.', 'Six.']);
+  });
+
+  it('cuts a long paragraph at sentences, then words, then anywhere', () => {
+    const sentences = 'The cat sat. The dog ran off. A bird sang loudly.';
+    expect(check(sentences, 30).map((c) => c.text)).toEqual(['The cat sat. The dog ran off.', 'A bird sang loudly.']);
+    expect(check('alpha beta gamma delta', 11).map((c) => c.text)).toEqual(['alpha beta', 'gamma delta']);
+    expect(check('x'.repeat(25), 10).map((c) => c.text)).toEqual(['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);
+  });
+
+  it('never splits a surrogate pair, and keeps UTF-16 offsets', () => {
+    const text = '😀'.repeat(7);
+    const chunks = check(text, 5);
+    for (const c of chunks) expect(c.text).toBe([...c.text].join(''));
+    expect(chunks.every((c) => !/[\ud800-\udbff]$/.test(c.text))).toBe(true);
+    expect(check('   \n\n  ', 10)).toEqual([]);
+  });
+});
+
+describe('document labels', () => {
+  it('gives a document the labels of its path, its folders and *', () => {
+    const l = DocumentLabels.of({ 'hr/': ['hr'], 'hr/pay/q3.md': ['secret'], '*': ['all'], './other.txt': ['x'] });
+    expect(l.of('hr/pay/q3.md')).toEqual(['all', 'hr', 'secret']);
+    expect(l.of('hr/people.txt')).toEqual(['all', 'hr']);
+    expect(l.of('hrx/a.txt')).toEqual(['all']);
+    expect(l.of('other.txt')).toEqual(['all', 'x']);
+  });
+
+  it('refuses a malformed file instead of reading it leniently', () => {
+    expect(() => DocumentLabels.of([])).toThrow('must be an object mapping paths or folders to arrays of labels');
+    expect(() => DocumentLabels.of({ a: 'hr' })).toThrow('"a" must map to an array of labels');
+    expect(() => DocumentLabels.of({ a: [''] })).toThrow('"a" must map to an array of labels');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-labels-'));
+    expect(DocumentLabels.read(dir).of('a')).toEqual([]);
+    writeFileSync(join(dir, 'labels.json'), '{');
+    expect(() => DocumentLabels.read(dir)).toThrow(/^index labels.json is not JSON/);
+  });
+});
+
+describe('index file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-indexfile-'));
+  const path = join(dir, 'index.bin');
+  const index = {
+    encoder: { name: 'enc', hash: 'abc', dims: 3 },
+    documents: [
+      { source: 'a.txt', size: 5, mtimeMs: 1.5, sha256: 'h1', chunks: [{ start: 0, end: 5, text: 'hello' }], vectors: Float32Array.from([0.25, -0.5, 1]) },
+      { source: 'b/c.md', size: 9, mtimeMs: 2, sha256: 'h2', chunks: [{ start: 0, end: 2, text: 'hi' }, { start: 3, end: 9, text: 'there!' }], vectors: Float32Array.from([1, 2, 3, 4, 5, 6]) },
+    ],
+  };
+
+  it('reads back what it wrote, vectors included', () => {
+    writeIndexFile(path, index);
+    expect(readIndexFile(path)).toEqual(index);
+    expect(readIndexFile(join(dir, 'none.bin'))).toBeUndefined();
+  });
+
+  it('refuses damage: a foreign file, a cut one, extra bytes', () => {
+    writeIndexFile(path, index);
+    const good = readFileSync(path);
+    writeFileSync(path, 'hello');
+    expect(() => readIndexFile(path)).toThrow('not an svc index file');
+    writeFileSync(path, good.subarray(0, good.length - 4));
+    expect(() => readIndexFile(path)).toThrow(/bytes of vectors; its header describes/);
+    writeFileSync(path, Buffer.concat([good, Buffer.alloc(4)]));
+    expect(() => readIndexFile(path)).toThrow(/bytes of vectors; its header describes/);
+  });
+});
+
+describe('document index refresh', () => {
+  /** A stand-in encoder counting what it embeds: each text's vector is its length and vowel count, normalized. */
+  function counting(hash = 'w1'): IndexEmbedder & { texts: string[] } {
+    const texts: string[] = [];
+    return {
+      texts,
+      identity: async () => ({ name: `enc-${hash}`, hash, dims: 2 }),
+      embed: async (batch) => {
+        texts.push(...batch);
+        return batch.map((t) => {
+          const v = [t.length, (t.match(/[aeiou]/g) ?? []).length];
+          const n = Math.hypot(v[0], v[1]);
+          return Float32Array.from(v.map((x) => x / n));
+        });
+      },
+    };
+  }
+
+  it('embeds only new or changed contents, and everything again for other weights', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    writeFileSync(join(dir, 'a.txt'), 'aaaa');
+    writeFileSync(join(dir, 'b.md'), 'bcd');
+    const warn = jest.fn();
+    const idx = new DocumentIndex(dir, warn);
+    const e = counting();
+    await idx.refresh(e);
+    expect(e.texts.sort()).toEqual(['aaaa', 'bcd']);
+    // Touched with the same contents: read again (mtime), not embedded again (sha256).
+    writeFileSync(join(dir, 'a.txt'), 'aaaa');
+    writeFileSync(join(dir, 'b.md'), 'changed');
+    await idx.refresh(e);
+    expect(e.texts.sort()).toEqual(['aaaa', 'bcd', 'changed']);
+    // A fresh process reads the index file: nothing to embed.
+    const again = new DocumentIndex(dir, warn);
+    again.load();
+    const e2 = counting();
+    await again.refresh(e2);
+    expect(e2.texts).toEqual([]);
+    expect(again.search(Float32Array.from([1, 0]), () => true, 5).map((h) => h.chunk.text).sort()).toEqual(['aaaa', 'changed']);
+    const other = counting('w2');
+    await again.refresh(other);
+    expect(other.texts.sort()).toEqual(['aaaa', 'changed']);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/built with enc-w1; every document is embedded again with enc-w2/));
+  });
+
+  it('searches by dot product, best first, through the visibility filter', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    writeFileSync(join(dir, 'long.txt'), 'xxxxxxxx');
+    writeFileSync(join(dir, 'vowels.txt'), 'aeio');
+    writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'vowels.txt': ['v'] }));
+    const idx = new DocumentIndex(dir, () => undefined);
+    await idx.refresh(counting());
+    const q = Float32Array.from([0, 1]);
+    expect(idx.search(q, () => true, 2).map((h) => [h.source, h.labels])).toEqual([['vowels.txt', ['v']], ['long.txt', []]]);
+    expect(idx.search(q, (labels) => labels.length === 0, 2).map((h) => h.source)).toEqual(['long.txt']);
+    expect(idx.search(q, () => true, 1)).toHaveLength(1);
+  });
+});
