@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Builds the native engine addon (native/<backend>) against the pinned llama.cpp.
+// Builds the native engine addon (native/<backend>) against the pinned llama.cpp,
+// and the speech addon (native/whisper) against whisper.cpp 1.9.1.
 //   node scripts/build-native.mjs [--backend cpu|cuda|metal] [--portable] [--if-needed] [--jobs N]
-//        [--cmake KEY=VALUE ...] [--reference-tools]
+//        [--cmake KEY=VALUE ...] [--reference-tools] [--addon engine|whisper|all]
+// --addon picks what to build (default: all for --backend cpu, the engine alone for
+// cuda and metal: the whisper addon computes on the CPU whatever the backend).
 // --cmake passes extra cache entries (e.g. GGML_AVX2=ON for a portable CUDA build);
 // --reference-tools also builds llama-server and llama-bench from the same tree
 // into build/native/<backend>/ref/ (used by bench/ on accelerator machines).
@@ -17,14 +20,18 @@ import { fileURLToPath } from 'node:url';
 
 const LLAMA_COMMIT = '80fb11a';
 const NODE_LLAMA_CPP = 'node-llama-cpp@3.21.1';
+const WHISPER_VERSION = '1.9.1';
+const NODEJS_WHISPER = 'nodejs-whisper@0.3.1';
+const ADDONS = ['engine', 'whisper', 'all'];
 const BACKENDS = ['cpu', 'cuda', 'metal'];
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cacheDir = process.env.SVC_CACHE_DIR || path.join(os.homedir(), '.cache', 'svc');
 const srcDir = path.join(cacheDir, 'src', 'llama.cpp');
+const whisperSrcDir = path.join(cacheDir, 'src', `whisper.cpp-${WHISPER_VERSION}`);
 
 function parseArgs(argv) {
-  const o = { backend: 'cpu', portable: false, ifNeeded: false, cmake: [], referenceTools: false, jobs: os.availableParallelism?.() ?? os.cpus().length };
+  const o = { backend: 'cpu', portable: false, ifNeeded: false, cmake: [], referenceTools: false, addon: undefined, jobs: os.availableParallelism?.() ?? os.cpus().length };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -33,6 +40,7 @@ function parseArgs(argv) {
       return v;
     };
     if (a === '--backend' || a.startsWith('--backend=')) o.backend = val();
+    else if (a === '--addon' || a.startsWith('--addon=')) o.addon = val();
     else if (a === '--jobs' || a.startsWith('--jobs=')) o.jobs = Number(val());
     else if (a === '--cmake' || a.startsWith('--cmake=')) {
       const kv = val();
@@ -42,11 +50,13 @@ function parseArgs(argv) {
     else if (a === '--portable') o.portable = true;
     else if (a === '--if-needed') o.ifNeeded = true;
     else if (a === '-h' || a === '--help') {
-      console.log('usage: build-native.mjs [--backend cpu|cuda|metal] [--portable] [--if-needed] [--jobs N]');
+      console.log('usage: build-native.mjs [--backend cpu|cuda|metal] [--portable] [--if-needed] [--jobs N] [--addon engine|whisper|all]');
       process.exit(0);
     } else die(`unknown argument: ${a}`);
   }
   if (!BACKENDS.includes(o.backend)) die(`--backend must be one of ${BACKENDS.join(', ')}`);
+  o.addon ??= o.backend === 'cpu' ? 'all' : 'engine';
+  if (!ADDONS.includes(o.addon)) die(`--addon must be one of ${ADDONS.join(', ')}`);
   if (!Number.isInteger(o.jobs) || o.jobs < 1) die('--jobs must be a positive integer');
   return o;
 }
@@ -113,17 +123,19 @@ function applyPatches(dir) {
 }
 
 // Hash of the native/ inputs of a build (CMake files, package markers, addon
-// sources); scripts such as native/smoke.mjs do not count.
-function nativeSourceHash() {
+// sources); scripts such as native/smoke.mjs do not count. The whisper addon's
+// folder is its own build's input only.
+function nativeSourceHash(root = path.join(repo, 'native'), skip = [path.join(repo, 'native', 'whisper')]) {
   const h = createHash('sha256');
   const walk = (dir) => {
     for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile() && /(\.(cpp|cc|c|h|hpp|cmake|json|patch)|CMakeLists\.txt)$/.test(e.name)) h.update(path.relative(repo, p)).update('\0').update(fs.readFileSync(p)).update('\0');
+      if (e.isDirectory()) {
+        if (!skip.includes(p)) walk(p);
+      } else if (e.isFile() && /(\.(cpp|cc|c|h|hpp|cmake|json|patch)|CMakeLists\.txt)$/.test(e.name)) h.update(path.relative(repo, p)).update('\0').update(fs.readFileSync(p)).update('\0');
     }
   };
-  walk(path.join(repo, 'native'));
+  walk(root);
   return h.digest('hex').slice(0, 16);
 }
 
@@ -150,8 +162,8 @@ function cmakeJs(args, logFile) {
   });
 }
 
-function findAddon(buildDir) {
-  for (const p of [path.join(buildDir, 'Release', 'svc_engine.node'), path.join(buildDir, 'svc_engine.node')]) {
+function findAddon(buildDir, name = 'svc_engine.node') {
+  for (const p of [path.join(buildDir, 'Release', name), path.join(buildDir, name)]) {
     if (fs.existsSync(p)) return p;
   }
   return null;
@@ -182,6 +194,11 @@ function buildReferenceTools(buildDir, outDir, jobs, logFile) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.addon !== 'whisper') await buildEngine(opts);
+  if (opts.addon !== 'engine') await buildWhisper(opts);
+}
+
+async function buildEngine(opts) {
   const outDir = path.join(repo, 'build', 'native', opts.backend);
   const outFile = path.join(outDir, 'svc_engine.node');
   const stampFile = path.join(outDir, 'stamp.json');
@@ -235,6 +252,74 @@ async function main() {
   fs.renameSync(`${outFile}.tmp`, outFile);
   const stamp = { llamaCommit, backend: opts.backend, portable: opts.portable, sourceHash, builtAt: new Date().toISOString() };
   fs.writeFileSync(stampFile, JSON.stringify(stamp, null, 2) + '\n');
+  log(`done in ${((Date.now() - t0) / 1000).toFixed(1)}s -> ${path.relative(repo, outFile)}`);
+}
+
+// whisper.cpp as nodejs-whisper ships it (cpp/whisper.cpp), unpacked once into the cache, atomically.
+function ensureWhisperSource() {
+  const marker = path.join(whisperSrcDir, 'CMakeLists.txt');
+  if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').includes(`VERSION ${WHISPER_VERSION}`)) return;
+  log(`fetching whisper.cpp ${WHISPER_VERSION} via npm pack ${NODEJS_WHISPER}`);
+  fs.mkdirSync(path.dirname(whisperSrcDir), { recursive: true });
+  const tmp = fs.mkdtempSync(path.join(path.dirname(whisperSrcDir), '.fetch-'));
+  try {
+    const tgz = run('npm', ['pack', NODEJS_WHISPER, '--silent', '--pack-destination', tmp], { cwd: tmp }).split('\n').pop();
+    run('tar', ['-xzf', path.join(tmp, tgz), '-C', tmp, 'package/cpp/whisper.cpp']);
+    const tree = path.join(tmp, 'package', 'cpp', 'whisper.cpp');
+    if (!fs.readFileSync(path.join(tree, 'CMakeLists.txt'), 'utf8').includes(`VERSION ${WHISPER_VERSION}`)) throw new Error(`${NODEJS_WHISPER} does not hold whisper.cpp ${WHISPER_VERSION}`);
+    fs.rmSync(whisperSrcDir, { recursive: true, force: true });
+    fs.renameSync(tree, whisperSrcDir);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// build/native/whisper/svc_whisper.node, and ref/whisper-cli from the same tree (the tests' reference).
+async function buildWhisper(opts) {
+  const outDir = path.join(repo, 'build', 'native', 'whisper');
+  const outFile = path.join(outDir, 'svc_whisper.node');
+  const stampFile = path.join(outDir, 'stamp.json');
+  const sourceHash = nativeSourceHash(path.join(repo, 'native', 'whisper'), []);
+  if (opts.ifNeeded && fs.existsSync(outFile) && fs.existsSync(stampFile)) {
+    try {
+      const s = JSON.parse(fs.readFileSync(stampFile, 'utf8'));
+      if (s.whisper === WHISPER_VERSION && s.portable === opts.portable && s.sourceHash === sourceHash) {
+        log(`${path.relative(repo, outFile)} is up to date`);
+        return;
+      }
+    } catch {
+      /* rebuild */
+    }
+  }
+  ensureWhisperSource();
+  const cmakeFlags = [`SVC_NATIVE=${opts.portable ? 'OFF' : 'ON'}`];
+  const key = createHash('sha256').update(JSON.stringify([WHISPER_VERSION, opts.portable, cmakeFlags])).digest('hex').slice(0, 12);
+  const buildDir = path.join(cacheDir, 'build', `whisper-${key}`);
+  fs.mkdirSync(buildDir, { recursive: true });
+  const logFile = path.join(buildDir, 'build.log');
+  fs.writeFileSync(logFile, `# ${new Date().toISOString()} whisper portable=${opts.portable}\n`);
+  log(`building whisper in ${buildDir} with ${opts.jobs} jobs (log: ${logFile})`);
+  const t0 = Date.now();
+  const code = await cmakeJs(['build', '--out', buildDir, '-d', path.join('native', 'whisper'), '--config', 'Release', '--parallel', String(opts.jobs), `--CDWHISPER_SRC_DIR=${whisperSrcDir}`, ...cmakeFlags.map((f) => `--CD${f}`)], logFile);
+  const addon = findAddon(buildDir, 'svc_whisper.node');
+  if (code !== 0 || !addon) {
+    console.error(tail(logFile));
+    die(`whisper build failed (exit ${code}); full log: ${logFile}`);
+  }
+  const out = fs.openSync(logFile, 'a');
+  const r = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '--parallel', String(opts.jobs), '--target', 'whisper-cli'], { stdio: ['ignore', out, out] });
+  fs.closeSync(out);
+  const cli = [path.join(buildDir, 'bin', 'whisper-cli'), path.join(buildDir, 'Release', 'whisper-cli')].find((p) => fs.existsSync(p));
+  if (r.status !== 0 || !cli) {
+    console.error(tail(logFile));
+    die(`whisper-cli failed to build; full log: ${logFile}`);
+  }
+  fs.mkdirSync(path.join(outDir, 'ref'), { recursive: true });
+  fs.copyFileSync(cli, path.join(outDir, 'ref', 'whisper-cli'));
+  fs.chmodSync(path.join(outDir, 'ref', 'whisper-cli'), 0o755);
+  fs.copyFileSync(addon, `${outFile}.tmp`);
+  fs.renameSync(`${outFile}.tmp`, outFile);
+  fs.writeFileSync(stampFile, JSON.stringify({ whisper: WHISPER_VERSION, portable: opts.portable, sourceHash, builtAt: new Date().toISOString() }, null, 2) + '\n');
   log(`done in ${((Date.now() - t0) / 1000).toFixed(1)}s -> ${path.relative(repo, outFile)}`);
 }
 

@@ -20,6 +20,7 @@ import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
 import { LEXICON } from '../../../libs/engine/src/engine.service';
 import { ModelCatalog } from '../../../libs/store/src/catalog';
 import { snapshotBodyLimit } from '../../../libs/contexts/src/contexts.service';
+import { AUDIO_BODY_LIMIT } from '../../../libs/speech/src/audio/audio-request';
 import { BODY_LIMIT, ServerConfig } from './config/server-config';
 
 const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {
@@ -64,6 +65,8 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
         }
       },
     },
+    // Audio uploads (multipart or a WAV body) are read whole, as bytes, by the audio routes.
+    { pattern: /^\/v1\/audio\/(transcriptions|translations)$/, limit: () => AUDIO_BODY_LIMIT },
   ]);
   const lexicon = app.get<Lexicon | null>(LEXICON);
   if (lexicon) log.log(`lexicon: ${lexicon.words.length} words from ${config.features.lexicon}${lexicon.skipped ? ` (${lexicon.skipped} lines that are not one word skipped)` : ''}`);

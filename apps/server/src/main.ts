@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { bootstrap } from './bootstrap';
-import { buildConfig, checkDefaultModelFile, checkFlagFiles, VERSION } from './config/server-config';
+import { buildConfig, checkDefaultModelFile, checkFlagFiles, checkWhisperModel, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     config = buildConfig(flags);
     checkDefaultModelFile(config);
     checkFlagFiles(flags);
+    checkWhisperModel(config);
   } catch (err) {
     if (err instanceof FlagError) {
       console.error(`svc: ${err.message}`);

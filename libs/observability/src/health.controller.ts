@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Optional, Res } from '@nestjs/common';
 import { HealthCheckError, HealthCheckService, HealthIndicatorResult } from '@nestjs/terminus';
 import { FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -6,6 +6,7 @@ import { InferenceBackend } from '../../engine/src/backend/inference-backend';
 import { ModelManager } from '../../engine/src/models/model-manager';
 import { VERSION } from '../../../apps/server/src/config/server-config';
 import { BootState } from './boot-state';
+import { Transcriber } from '../../speech/src/transcriber';
 
 /** Identifies this process (the health object's `instance`). */
 const INSTANCE = randomUUID();
@@ -22,6 +23,7 @@ export class HealthController {
     @Inject(ModelManager) private readonly models: ModelManager,
     @Inject(InferenceBackend) private readonly backend: InferenceBackend,
     @Inject(BootState) private readonly boot: BootState,
+    @Optional() @Inject(Transcriber) private readonly transcriber?: Transcriber,
   ) {}
 
   @Get('healthz')
@@ -42,6 +44,8 @@ export class HealthController {
       backend: this.backend.name,
       vision: false,
     };
+    // The speech model (-whisper), by its file name: it is loaded before the server listens.
+    if (this.transcriber?.enabled) body.transcription = this.transcriber.modelName;
     if (this.boot.state === 'no-model') body.warning = 'this server has no model. Pull one: POST /api/pull';
     if (this.boot.error) body.warning = this.boot.error;
     await reply.status(ok ? 200 : 503).send(body);

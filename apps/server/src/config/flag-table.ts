@@ -43,7 +43,8 @@ export const FLAGS: FlagDef[] = [
   { name: 'lexicon', kind: 'string', help: 'word list (one word a line) for svc_lexicon and svc_lexicon_strict' },
   // Spec flags (features of later modules; accepted and validated now).
   { name: 'embed', kind: 'string', help: 'encoder for /v1/embeddings, /api/embed and /api/embeddings (GGUF path or store name)' },
-  { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes' },
+  { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes (/v1/audio/transcriptions, /v1/audio/translations) with -whisper-model' },
+  { name: 'whisper-model', kind: 'string', help: 'the whisper.cpp model (ggml .bin) -whisper serves (default ~/.svc/whisper/ggml-base.bin)', env: 'SVC_WHISPER_MODEL' },
   { name: 'rerank', kind: 'string', help: 'reranker model for the rerank routes' },
   { name: 'index', kind: 'bool', help: 'with -embed, enable /v1/retrieve over the documents in -index-dir' },
   { name: 'index-dir', kind: 'string', help: 'the folder of documents -index serves, with its labels.json (default ~/.svc/index)', env: 'SVC_INDEX_DIR' },

@@ -31,6 +31,8 @@ export interface ServerConfig {
   features: {
     embed?: string;
     whisper: boolean;
+    /** The whisper.cpp model file -whisper serves. */
+    whisperModel: string;
     rerank?: string;
     index: boolean;
     /** The documents -index serves (and svc's index file, in its .svc-index folder). */
@@ -103,6 +105,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
     features: {
       embed: f.embed as string | undefined,
       whisper: f.whisper === true,
+      whisperModel: resolve(String(f['whisper-model'] ?? join(homedir(), '.svc', 'whisper', 'ggml-base.bin'))),
       rerank: f.rerank as string | undefined,
       index: f.index === true,
       indexDir: resolve(String(f['index-dir'] ?? join(homedir(), '.svc', 'index'))),
@@ -142,6 +145,18 @@ export function checkDefaultModelFile(config: ServerConfig): void {
   for (const [flag, m] of [['m', config.defaultModel], ['embed', config.features.embed], ['rerank', config.features.rerank]] as const) {
     const looksLikePath = m !== undefined && (/\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m));
     if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -${flag}: no model file at ${m}`);
+  }
+}
+
+/** -whisper without a model to serve is a startup error (exit 2), not a server whose audio routes all fail. */
+export function checkWhisperModel(config: ServerConfig): void {
+  if (!config.features.whisper) return;
+  const path = config.features.whisperModel;
+  try {
+    accessSync(path, constants.R_OK);
+    if (statSync(path).isDirectory()) throw new Error('a folder, not a file');
+  } catch (err) {
+    throw new FlagError(`flag -whisper needs a whisper.cpp model: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); name one with -whisper-model`);
   }
 }
 

@@ -1,0 +1,80 @@
+import { FastifyRequest } from 'fastify';
+import { EngineError, InvalidRequestError } from '../../../engine/src/core/errors';
+import { RESPONSE_FORMATS, ResponseFormat } from '../rendering/transcript-formats';
+import { Transcriber } from '../transcriber';
+import { decodeWav, NotWavError } from './wav';
+
+/** An audio request, read and checked: everything the transcriber and the renderer need. */
+export interface AudioRequest {
+  task: 'transcribe' | 'translate';
+  samples: Float32Array;
+  seconds: number;
+  language?: string;
+  prompt?: string;
+  format: ResponseFormat;
+  /** Word timestamps (timestamp_granularities word, verbose_json). */
+  words: boolean;
+}
+
+/** Bytes an audio upload may take (the route's own body limit, above JSON's 32 MiB). */
+export const AUDIO_BODY_LIMIT = 128 * 1024 * 1024;
+
+/**
+ * The request as OpenAI's clients send it: multipart/form-data with `file` and the options as
+ * fields; or, for curl and scripts, the WAV itself as the body (audio/wav, application/octet-stream)
+ * with the options in the query string.
+ */
+export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['task'], t: Transcriber): Promise<AudioRequest> {
+  if (!t.enabled) throw new InvalidRequestError('speech-to-text is off: start the server with -whisper');
+  const type = String(req.headers['content-type'] ?? '').toLowerCase();
+  const body = Buffer.isBuffer(req.body) ? req.body : undefined;
+  let fields: Map<string, string[]>;
+  let file: Buffer | undefined;
+  if (type.startsWith('multipart/form-data')) {
+    if (!body) throw new InvalidRequestError('the multipart body could not be read');
+    let form: FormData;
+    try {
+      form = await new Response(body, { headers: { 'content-type': type } }).formData();
+    } catch (err) {
+      throw new InvalidRequestError(`malformed multipart body: ${(err as Error).message}`);
+    }
+    fields = new Map();
+    for (const [k, v] of form.entries()) {
+      if (k === 'file') {
+        if (typeof v !== 'string') file = Buffer.from(await v.arrayBuffer());
+        continue;
+      }
+      if (typeof v === 'string') fields.set(k, [...(fields.get(k) ?? []), v]);
+    }
+  } else if (body && !type.startsWith('application/json')) {
+    file = body;
+    fields = new Map();
+    for (const [k, v] of new URL(req.url, 'http://x').searchParams) fields.set(k, [...(fields.get(k) ?? []), v]);
+  } else {
+    throw new InvalidRequestError('send the audio as multipart/form-data with a file field (as OpenAI clients do), or as a WAV body');
+  }
+  if (!file || file.length === 0) throw new InvalidRequestError('file is required');
+  const one = (k: string) => fields.get(k)?.[0];
+  const format = (one('response_format') ?? 'json') as ResponseFormat;
+  if (!RESPONSE_FORMATS.includes(format)) throw new InvalidRequestError(`response_format must be one of ${RESPONSE_FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
+  const temperature = one('temperature');
+  // Decoding is greedy, without the fallback to sampling: the only temperature there is.
+  if (temperature !== undefined && temperature.trim() !== '' && Number(temperature) !== 0) throw new InvalidRequestError(`temperature must be 0 (this server transcribes greedily), got ${temperature}`);
+  const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])];
+  const bad = granularities.find((g) => g !== 'segment' && g !== 'word');
+  if (bad !== undefined) throw new InvalidRequestError(`timestamp_granularities holds ${JSON.stringify(bad)}; it takes segment and word`);
+  const words = granularities.includes('word');
+  if (words && format !== 'verbose_json') throw new InvalidRequestError('word timestamps need response_format verbose_json');
+  // Translations go into English from whatever is spoken: OpenAI's route takes no language.
+  const language = task === 'transcribe' ? one('language')?.trim().toLowerCase() || undefined : undefined;
+  if (language !== undefined && language !== 'auto' && !t.knowsLanguage(language)) throw new InvalidRequestError(`language ${JSON.stringify(language)} is not one whisper knows (ISO 639-1, e.g. en, de, ja)`);
+  let audio;
+  try {
+    audio = decodeWav(file);
+  } catch (err) {
+    if (err instanceof NotWavError) throw new EngineError(err.message, 415);
+    throw new InvalidRequestError((err as Error).message);
+  }
+  if (audio.samples.length === 0) throw new InvalidRequestError('the audio is empty');
+  return { task, samples: audio.samples, seconds: audio.seconds, language, prompt: one('prompt') || undefined, format, words };
+}

@@ -1,0 +1,202 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI, { toFile } from 'openai';
+import { fixtureModel, ROOT, STORIES, syntheticModel } from './helpers/fixtures';
+import { postJson, RunningServer, startServer } from './helpers/server';
+
+jest.setTimeout(180_000);
+
+const CLI = join(ROOT, 'build', 'native', 'whisper', 'ref', 'whisper-cli');
+const ADDON = join(ROOT, 'build', 'native', 'whisper', 'svc_whisper.node');
+
+/** Seeded noise plus a gliding tone, as 16-bit PCM WAV: something for the encoder to hear. */
+function wav(seconds: number, opts: { rate?: number; channels?: number; seed?: number } = {}): Buffer {
+  const rate = opts.rate ?? 16000;
+  const channels = opts.channels ?? 1;
+  let s = opts.seed ?? 1;
+  const rand = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+  const n = Math.floor(seconds * rate);
+  const data = Buffer.alloc(n * channels * 2);
+  for (let i = 0; i < n; i++) {
+    const t = i / rate;
+    const v = 0.3 * Math.sin(2 * Math.PI * (200 + 150 * t) * t) + 0.05 * rand();
+    for (let c = 0; c < channels; c++) data.writeInt16LE(Math.round(Math.max(-1, Math.min(1, v)) * 32767), (i * channels + c) * 2);
+  }
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVE', 8, 'latin1');
+  h.write('fmt ', 12, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * channels * 2, 28);
+  h.writeUInt16LE(channels * 2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+
+interface CliSegment {
+  offsets: { from: number; to: number };
+  text: string;
+}
+
+/** whisper.cpp's own whisper-cli, from the same tree, on the same file: greedy, temperature 0, no fallback. */
+function reference(model: string, file: string, extra: string[] = []): CliSegment[] {
+  const out = join(mkdtempSync(join(tmpdir(), 'svc-whisper-ref-')), 'out');
+  execFileSync(CLI, ['-m', model, '-f', file, '-t', '1', '-bs', '1', '-bo', '1', '-tp', '0', '-nf', '-np', '-oj', '-of', out, ...extra], { stdio: 'pipe' });
+  return (JSON.parse(readFileSync(`${out}.json`, 'utf8')) as { transcription: CliSegment[] }).transcription;
+}
+
+describe('speech-to-text (-whisper, the real server process)', () => {
+  let srv: RunningServer;
+  let model: string;
+  let dir: string;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    model = syntheticModel('whisper-tiny');
+    dir = mkdtempSync(join(tmpdir(), 'svc-audio-'));
+    srv = await startServer(['-m', fixtureModel(STORIES), '-whisper', '-whisper-model', model, '-threads', '1']);
+    client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('transcribes as whisper.cpp\'s own whisper-cli does, through the official client, in every response format', async () => {
+    const audio = wav(3);
+    const file = join(dir, 'a.wav');
+    writeFileSync(file, audio);
+    const ref = reference(model, file, ['-l', 'en']);
+    expect(ref.length).toBeGreaterThan(0);
+    const refText = ref.map((s) => s.text).join('').trim();
+
+    const plain = await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en' });
+    expect(plain.text).toBe(refText);
+
+    const verbose = await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en', response_format: 'verbose_json' });
+    expect(verbose).toMatchObject({ task: 'transcribe', language: 'english', duration: 3, text: refText });
+    expect(verbose.segments!.map((s) => [s.start, s.end, s.text])).toEqual(ref.map((s) => [s.offsets.from / 1000, s.offsets.to / 1000, s.text]));
+    for (const s of verbose.segments!) {
+      expect(s).toMatchObject({ temperature: 0, id: expect.any(Number), seek: 0 });
+      expect(s.avg_logprob).toBeLessThanOrEqual(0);
+      expect(s.no_speech_prob).toBeGreaterThanOrEqual(0);
+    }
+
+    const srt = (await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en', response_format: 'srt' })) as unknown as string;
+    expect(srt.startsWith('1\n00:00:00,000 --> ')).toBe(true);
+    expect(srt).toContain(ref[0].text.trim());
+    const vtt = (await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en', response_format: 'vtt' })) as unknown as string;
+    expect(vtt.startsWith('WEBVTT\n\n00:00:00.000 --> ')).toBe(true);
+    const text = (await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en', response_format: 'text' })) as unknown as string;
+    expect(text.trim()).toBe(refText);
+  });
+
+  it('translates as whisper-cli -tr does; a WAV body with query options works too and reports its time', async () => {
+    const audio = wav(2, { seed: 7 });
+    const file = join(dir, 'b.wav');
+    writeFileSync(file, audio);
+    const ref = reference(model, file, ['-l', 'auto', '-tr']);
+    const tr = await client.audio.translations.create({ file: await toFile(audio, 'b.wav'), model: 'whisper-1' });
+    expect(tr.text).toBe(ref.map((s) => s.text).join('').trim());
+
+    const raw = await fetch(`${srv.url}/v1/audio/transcriptions?language=en&response_format=json`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: audio });
+    expect(raw.status).toBe(200);
+    expect(Number(raw.headers.get('x-svc-transcribe-ms'))).toBeGreaterThanOrEqual(0);
+    const body = (await raw.json()) as { text: string; usage: unknown };
+    expect(body.usage).toEqual({ type: 'duration', seconds: 2 });
+    expect(body.text).toBe(reference(model, file, ['-l', 'en']).map((s) => s.text).join('').trim());
+  });
+
+  it('reads stereo and other rates (averaged, resampled), and word timestamps in order', async () => {
+    const r = await client.audio.transcriptions.create({
+      file: await toFile(wav(2.5, { rate: 44100, channels: 2, seed: 3 }), 'c.wav'),
+      model: 'whisper-1',
+      language: 'en',
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    });
+    expect(r.duration).toBe(2.5);
+    const words = r.words ?? [];
+    for (let i = 1; i < words.length; i++) expect(words[i].start).toBeGreaterThanOrEqual(words[i - 1].start);
+    expect(words.map((w) => w.word).join(' ').replace(/\s+/g, ' ')).toBe(r.text.trim().replace(/\s+/g, ' '));
+  });
+
+  it('answers concurrent requests one after another with the same results, and a chat beside them (both addons in one process)', async () => {
+    const audio = wav(2, { seed: 11 });
+    const alone = await client.audio.transcriptions.create({ file: await toFile(audio, 'd.wav'), model: 'whisper-1', language: 'en' });
+    const [a, b, chat] = await Promise.all([
+      client.audio.transcriptions.create({ file: await toFile(audio, 'd.wav'), model: 'whisper-1', language: 'en' }),
+      client.audio.transcriptions.create({ file: await toFile(audio, 'd.wav'), model: 'whisper-1', language: 'en' }),
+      postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 12, temperature: 0 }),
+    ]);
+    expect([a.text, b.text]).toEqual([alone.text, alone.text]);
+    expect(chat.json.choices[0].text).toBe(', there was a little girl named Lily.');
+    const health = (await (await fetch(`${srv.url}/healthz`)).json()) as { transcription: string };
+    expect(health.transcription).toBe(model.split('/').pop()!.replace(/\.bin$/, ''));
+  });
+
+  it('refuses what it cannot hear, in the service error shape', async () => {
+    const post = (form: FormData) => fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: form });
+    const form = (fields: Record<string, string>, file?: Buffer) => {
+      const f = new FormData();
+      for (const [k, v] of Object.entries(fields)) f.append(k, v);
+      if (file) f.append('file', new Blob([file]), 'x.wav');
+      return f;
+    };
+    const cases: Array<[FormData, number, string]> = [
+      [form({ model: 'whisper-1' }, Buffer.from('ID3\x03\x00 an mp3')), 415, 'not a WAV file: send RIFF/WAVE audio'],
+      [form({ model: 'whisper-1' }), 400, 'file is required'],
+      [form({ temperature: '0.4' }, wav(1)), 400, 'temperature must be 0 (this server transcribes greedily), got 0.4'],
+      [form({ response_format: 'mp3' }, wav(1)), 400, 'response_format must be one of json, text, srt, verbose_json, vtt, got "mp3"'],
+      [form({ language: 'xx' }, wav(1)), 400, 'language "xx" is not one whisper knows'],
+      [form({ 'timestamp_granularities[]': 'word' }, wav(1)), 400, 'word timestamps need response_format verbose_json'],
+      [form({}, wav(0)), 400, 'the audio is empty'],
+    ];
+    for (const [f, status, message] of cases) {
+      const r = await post(f);
+      const body = (await r.json()) as { error: { message: string; type: string } };
+      expect({ status: r.status, message: body.error.message }).toEqual({ status, message: expect.stringContaining(message) });
+    }
+    const json = await postJson(`${srv.url}/v1/audio/transcriptions`, { file: 'x' });
+    expect(json.status).toBe(400);
+    expect(json.json.error.message).toMatch(/^send the audio as multipart\/form-data/);
+  });
+});
+
+describe('speech-to-text flags and the addon', () => {
+  let srv: RunningServer | undefined;
+  afterEach(async () => {
+    await srv?.stop();
+    srv = undefined;
+  });
+
+  it('without -whisper the audio routes say how to turn them on; -whisper without a model stops the boot', async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
+    const f = new FormData();
+    f.append('file', new Blob([wav(1)]), 'x.wav');
+    const r = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: f });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toBe('speech-to-text is off: start the server with -whisper');
+    expect(((await (await fetch(`${srv.url}/healthz`)).json()) as Record<string, unknown>).transcription).toBeUndefined();
+
+    const none = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', '/nonexistent/ggml-base.bin'], { encoding: 'utf8', timeout: 30_000 });
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain('flag -whisper needs a whisper.cpp model: cannot read /nonexistent/ggml-base.bin (ENOENT)');
+  });
+
+  it('exports nothing of whisper.cpp or its ggml: the two ggml copies never meet', () => {
+    const symbols = execFileSync('nm', ['-D', '--defined-only', ADDON], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/).pop()!)
+      .filter(Boolean);
+    expect(symbols.filter((s) => /ggml|whisper/.test(s))).toEqual([]);
+    expect(symbols).toContain('napi_register_module_v1');
+  });
+});
