@@ -10,6 +10,7 @@ import { RerankModule } from '../../../libs/dialects/src/rerank/rerank.module';
 import { RedactionModule } from '../../../libs/redaction/src/redaction.module';
 import { SystemOneModule } from '../../../libs/systemone/src/systemone.module';
 import { RetrievalModule } from '../../../libs/retrieval/src/retrieval.module';
+import { RouteModule } from '../../../libs/route/src/route.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { McpModule } from '../../../libs/mcp/src/mcp.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
@@ -27,7 +28,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, ContextsModule, McpModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, RouteModule, ContextsModule, McpModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };
