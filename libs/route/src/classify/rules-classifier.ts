@@ -25,16 +25,21 @@ const TIE_ORDER: TextCategory[] = ['code', 'reasoning', 'multilingual', 'quick-c
 
 const has = (re: RegExp) => (text: string) => re.test(text);
 
-const PROGRAMMING = /\b(function|functions|def|const|var|lambda|struct|enum|async|await|println|printf|public static|void|npm|pip|git|docker|kubectl|regex|regexp|compile[rsd]?|compiler|debug|debugger|refactor|stack ?trace|segfault|null pointer|exception|unit tests?|api endpoint|sql|select .+ from|python|javascript|typescript|java|rust|golang|kotlin|php|bash|shell script|html|css|json|yaml|algorithm|recursion|big-o|variable|array|linked list|hash ?map|dataframe|pandas|numpy|react|django|flask)\b|#include|\bc\+\+|\bc#(?!\w)|console\.log|node\.js/i;
-const CODE_SYMBOLS = /[{};]|=>|->|\(\)|\+\+|!=|==|::|\w+\(\w*\)/g;
-const STACK_TRACE = /Traceback \(most recent call last\)|^\s+at \S+ \(.+:\d+:\d+\)|\b\w*(Error|Exception): |error\[E\d+\]|undefined is not a function/m;
-const MATH_WORDS = /\b(prove|proof|theorem|lemma|derive|derivation|step[- ]by[- ]step|calculate|compute|solve|equation|integral|derivative|probability|expected value|how many|puzzle|riddle|logic(al)?|deduce|infer|reasoning|reason through|work out|optimi[sz]e|maximi[sz]e|minimi[sz]e|percent(age)?|ratio|average|divisible|prime|factorial|matrix|vector|formula|geometry|triangle|algebra|calculus|statistics)\b/i;
+const PROGRAMMING = /\b(function|functions|def|const|var|lambda|struct|enum|async|await|println|printf|public static|void|npm|pip|git|docker|kubectl|regex|regexp|compile[rsd]?|compiler|debug|debugger|refactor|stack ?trace|segfault|null pointer|exception|unit tests?|api endpoint|sql|select .+ from|python|javascript|typescript|java|rust|golang|kotlin|php|bash|shell script|html|css|json|yaml|algorithm|recursion|regular expression|segmentation fault|kubernetes|k8s|commit|rebase|branch|pull request|loop|big-o|variable|array|linked list|hash ?map|dataframe|pandas|numpy|react|django|flask)\b|#include|\bc\+\+|\bc#(?!\w)|console\.log|node\.js/i;
+const CODE_SYMBOLS = /[{};]|=>|->|\(\)|\+\+|[+-]=|!=|==|::|\w+\([^()\s]*\)|\w\[\w*\]/g;
+const STACK_TRACE = /Traceback \(most recent call last\)|\b[A-Z]\w+(Exception|Error)\b|^\s+at \S+ \(.+:\d+:\d+\)|\b\w*(Error|Exception): |error\[E\d+\]|undefined is not a function/m;
+const MATH_WORDS = /\b(prove|proof|theorem|lemma|derive|derivation|step[- ]by[- ]step|calculate|compute|solve|equation|integral|derivative|probability|expected value|how many|puzzle|riddle|logic(al)?|deduce|infer|reasoning|reason through|work out|optimi[sz]e|maximi[sz]e|minimi[sz]e|percent(age)?|ratio|average|divisible|prime|factorial|matrix|vector|formula|geometry|triangle|algebra|calculus|statistics|sequence|next number|perimeter|area of|premises?|conclusions?|show that|justify|proven|estimate|how long (does|do|will|would)|greater than|less than|sum of|squared|odd numbers|even numbers)\b/i;
 const ARITHMETIC = /\d+(\.\d+)?\s*[-+*/×÷^=<>]\s*\d+|\\frac|\\sum|\\int|\$[^$]+\$|\bx\s*[=²^]|\b\d+\s*%/;
 const WHY = /\b(why (does|do|is|are|would|did)|explain why|what follows|if .+ then|which (is|of) .+ (larger|bigger|more|less|faster))\b/i;
+/** Asking for another language in that language, or naming one in its own words. */
+const TRANSLATE_ELSEWHERE = /traduc|tradu[zi]|übersetz|переведи|перевод|翻译|翻訳|번역|in italiano|en (español|inglés|francés|anglais|français|allemand|espagnol)|auf (deutsch|englisch)|nederlands|po polsku|türkçe|português|portugués/i;
+/** Letters that mark a language other than English (ñ, ß, ç, ł…) and ones English only borrows (é, ü…). */
+const FOREIGN_LETTERS = /[ñßçãõłşığąęőœ¿¡«»]/i;
+const ACCENTS = /[éèêàâùûüöäíóúìò]/i;
 const TRANSLATE = /\b(translat(e|ion|ing)|how do (you|i) say|in (french|spanish|german|italian|portuguese|chinese|mandarin|japanese|korean|russian|arabic|hindi|turkish|dutch|polish|swedish|greek|hebrew|vietnamese|thai|indonesian)|(french|spanish|german|italian|chinese|japanese|korean|russian|arabic) (word|phrase|sentence|text|version))\b/i;
 /** Function words of the most common Latin-script languages besides English. */
-const FOREIGN_WORDS = new Set('der die das und nicht ist ich ein eine mit für auf le la les est et une des pour dans que qui pas el los las por con una para es muy il di che non per sono della och att det är en på jag het een van niet wij zijn não você uma com também'.split(' '));
-const GREETING = /^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|evening|night)|thanks|thank you|thx|ty|cheers|bye|goodbye|see you|ok(ay)?|cool|nice|great|lol|haha|how are you|how's it going|what's up|sup|nice to meet you)\b/i;
+const FOREIGN_WORDS = new Set('je tu vous nous du au sur avec mais où comment suis qué cómo puedes pero también del al muy wie was wer ich du wir mir bitte kannst einen einem dem den zu gli sono questo per hoe voor ik jij wat om niet der die das und nicht ist ich ein eine mit für auf le la les est et une des pour dans que qui pas el los las por con una para es muy il di che non per sono della och att det är en på jag het een van niet wij zijn não você uma com também'.split(' '));
+const GREETING = /^(hi|hello|hey|hiya|yo|howdy|morning|evening|good (morning|afternoon|evening|night)|thanks|thank you|thx|ty|cheers|bye|goodbye|see you|ok(ay)?|cool|nice|great|awesome|perfect|wow|lol|haha|yes|yep|yeah|no|nope|sure|please|sorry|no worries|sounds good|got it|have a (great|nice|good)|are you there|anyone (there|home)|you there|welcome|congrat\w*|how are you|how's it going|what's up|sup|nice to meet you)\b/i;
 const SMALL_TALK = /\b(how are you|how's your day|nice to meet you|have a (nice|good) (day|one)|what's up|good to see you|thank(s| you)( so much| a lot)?)\b/i;
 
 const RULES: Rule[] = [
@@ -46,11 +51,16 @@ const RULES: Rule[] = [
   { category: 'reasoning', points: 2, what: 'math or logic words', test: has(MATH_WORDS) },
   { category: 'reasoning', points: 2, what: 'arithmetic or a formula', test: has(ARITHMETIC) },
   { category: 'reasoning', points: 1, what: 'a why or which question', test: has(WHY) },
+  { category: 'reasoning', points: 2, what: 'a question about numbers', test: (t) => t.includes('?') && (t.match(/\d+/g)?.length ?? 0) >= 2 },
   { category: 'multilingual', points: 4, what: 'mostly non-Latin script', test: (t) => nonLatinShare(t) > 0.3 },
   { category: 'multilingual', points: 2, what: 'some non-Latin script', test: (t) => nonLatinShare(t) > 0.05 },
   { category: 'multilingual', points: 3, what: 'a translation request', test: has(TRANSLATE) },
-  { category: 'multilingual', points: 3, what: 'words of another language', test: (_t, w) => new Set(w.filter((x) => FOREIGN_WORDS.has(x))).size >= 3 },
-  { category: 'quick-chat', points: 3, what: 'a greeting or thanks', test: (t) => GREETING.test(t.trim()) || SMALL_TALK.test(t) },
+  { category: 'multilingual', points: 3, what: 'a translation request', test: has(TRANSLATE_ELSEWHERE) },
+  { category: 'multilingual', points: 2, what: 'words of another language', test: (_t, w) => foreignWords(w) >= 2 },
+  { category: 'multilingual', points: 2, what: 'letters of another language', test: has(FOREIGN_LETTERS) },
+  { category: 'multilingual', points: 1, what: 'accented letters', test: has(ACCENTS) },
+  { category: 'quick-chat', points: 3, what: 'a greeting or thanks', test: (t, w) => w.length <= 8 && (GREETING.test(t.trim()) || SMALL_TALK.test(t)) },
+  { category: 'quick-chat', points: 1, what: 'a greeting before the question', test: (t, w) => w.length > 8 && GREETING.test(t.trim()) },
   { category: 'quick-chat', points: 1, what: 'a very short message', test: (_t, w) => w.length <= 6 },
 ];
 
@@ -84,6 +94,11 @@ export function classifyByRules(text: string): RulesAnswer {
 
 function describe(why: Map<TextCategory, string[]>): string {
   return [...why].map(([c, w]) => `${w.join(', ')} (${c})`).join('; ');
+}
+
+/** Distinct function words of other Latin-script languages among a text's words. */
+function foreignWords(words: string[]): number {
+  return new Set(words.filter((x) => FOREIGN_WORDS.has(x))).size;
 }
 
 /** Letters outside the Latin script, as a share of all letters. */

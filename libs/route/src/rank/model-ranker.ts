@@ -5,8 +5,9 @@ import { ModelTraits } from './model-traits';
 
 /**
  * Scores installed chat models for a category. The scale: a model's strength is
- * log2(parameters in billions) + 4, clamped to 0..10, so ONE POINT IS A DOUBLING OF PARAMETERS
- * (1B scores 4, 8B 7, 64B and more 10; models under 62M all score 0). The category adds points
+ * log2(parameters in billions) + 4, at most 10, so ONE POINT IS A DOUBLING OF PARAMETERS
+ * (1B scores 4, 8B 7, 64B and more 10; a model under 62.5M scores below 0, and the tiny test
+ * models still differ by size). The category adds points
  * for what suits it, sized against that scale (a code model by name is worth three doublings),
  * and a model that cannot take the request loses points. `cheap` takes the smallest model within
  * one point of the best: one that does as well as a model twice its size.
@@ -53,7 +54,7 @@ const REASONING_NAME = /(^|[^a-z])r1([^0-9]|$)|qwq|reason|think|magistral/;
 const MULTILINGUAL_NAME = /aya|bloom|multilingual|xglm|polylm|seallm/;
 
 export function strength(params: number): number {
-  return Math.min(10, Math.max(0, Math.log2(params / 1e9) + 4));
+  return Math.min(10, Math.log2(Math.max(params, 1) / 1e9) + 4);
 }
 
 export function scoreModel(category: Category, c: Candidate): Scored {
