@@ -24,3 +24,8 @@ export interface Classification {
   /** Why, in words. */
   reason: string;
 }
+
+/** Scores and confidences are answered to two decimals, and compared as answered. */
+export function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}

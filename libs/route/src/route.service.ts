@@ -2,9 +2,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EngineError } from '../../engine/src/core/errors';
 import { ModelManager } from '../../engine/src/models/model-manager';
 import { CatalogEntry, ModelCatalog } from '../../store/src/catalog';
-import { Classification, LENGTH_THRESHOLD } from './categories';
+import { Classification, LENGTH_THRESHOLD, round2 } from './categories';
 import { ClassifierEncoder } from './classify/classifier-encoder';
-import { classifyByRules, round2 } from './classify/rules-classifier';
+import { classifyByRules } from './classify/rules-classifier';
 import { Preference } from './protocol/route.dto';
 import { estimateTokens, fitsContext } from './rank/fit';
 import { Candidate, pick, rankModels } from './rank/model-ranker';
@@ -30,12 +30,13 @@ export class RouteService {
     const encoder = this.encoder.find();
     const cls = await this.classify(input, encoder, signal);
     const tokens = estimateTokens(input);
-    const entries = new Map<string, CatalogEntry>();
+    // Listed names are unique (the catalog keeps the first of a name): the chosen one's file by name.
+    const paths = new Map<string, string>();
     const candidates: Candidate[] = this.catalog
       .list()
       .filter(isChatEntry)
       .map((e) => {
-        entries.set(e.name, e);
+        paths.set(e.name, e.path);
         const traits = traitsOf(e, this.models.positionsFor(e));
         return { ...traits, fitsContext: fitsContext(tokens, traits.context), fitsMemory: this.models.estimate(e) <= this.models.memoryRoom(e.path) };
       });
@@ -54,7 +55,7 @@ export class RouteService {
       fits: chosen ? chosen.fitsContext && chosen.fitsMemory : false,
       // Neither answer when there is no model to fit.
       fits_memory: chosen ? chosen.fitsMemory : null,
-      memory_budget_bytes: this.models.memoryRoom(chosen && entries.get(chosen.name)?.path),
+      memory_budget_bytes: this.models.memoryRoom(chosen && paths.get(chosen.name)),
       context: chosen?.context ?? null,
       estimated_tokens: tokens,
       encoder: encoder?.name ?? null,

@@ -41,7 +41,9 @@ export class ClassifierEncoder {
       const centroids = this.train(entry.name);
       this.trained = { hash, centroids };
       // A failed training is tried again by the next route.
-      centroids.catch(() => this.trained?.centroids === centroids && (this.trained = undefined));
+      centroids.catch(() => {
+        if (this.trained?.centroids === centroids) this.trained = undefined;
+      });
     }
     return nearestCentroid(await this.trained!.centroids, r.vectors[0]);
   }

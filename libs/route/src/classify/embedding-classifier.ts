@@ -1,5 +1,4 @@
-import { TEXT_CATEGORIES, TextCategory } from '../categories';
-import { round2 } from './rules-classifier';
+import { round2, TEXT_CATEGORIES, TextCategory } from '../categories';
 
 /**
  * Nearest-centroid classification over sentence vectors: each category is the normalised mean of

@@ -1,4 +1,4 @@
-import { TextCategory } from '../categories';
+import { round2, TextCategory } from '../categories';
 
 /**
  * The classifier used when the server has no all-minilm encoder: keyword and pattern points per
@@ -38,7 +38,7 @@ const FOREIGN_LETTERS = /[ñßçãõłşığąęőœ¿¡«»]/i;
 const ACCENTS = /[éèêàâùûüöäíóúìò]/i;
 const TRANSLATE = /\b(translat(e|ion|ing)|how do (you|i) say|in (french|spanish|german|italian|portuguese|chinese|mandarin|japanese|korean|russian|arabic|hindi|turkish|dutch|polish|swedish|greek|hebrew|vietnamese|thai|indonesian)|(french|spanish|german|italian|chinese|japanese|korean|russian|arabic) (word|phrase|sentence|text|version))\b/i;
 /** Function words of the most common Latin-script languages besides English. */
-const FOREIGN_WORDS = new Set('je tu vous nous du au sur avec mais où comment suis qué cómo puedes pero también del al muy wie was wer ich du wir mir bitte kannst einen einem dem den zu gli sono questo per hoe voor ik jij wat om niet der die das und nicht ist ich ein eine mit für auf le la les est et une des pour dans que qui pas el los las por con una para es muy il di che non per sono della och att det är en på jag het een van niet wij zijn não você uma com também'.split(' '));
+const FOREIGN_WORDS = new Set('je tu vous nous du au sur avec mais où comment suis qué cómo puedes pero también del al muy wie was wer ich wir mir bitte kannst einen einem dem den zu gli sono questo per hoe voor ik jij wat om niet der die das und nicht ist ein eine mit für auf le la les est et une des pour dans que qui pas el los las por con una para es il di che non della och att det är en på jag het een van wij zijn não você uma com também'.split(' '));
 const GREETING = /^(hi|hello|hey|hiya|yo|howdy|morning|evening|good (morning|afternoon|evening|night)|thanks|thank you|thx|ty|cheers|bye|goodbye|see you|ok(ay)?|cool|nice|great|awesome|perfect|wow|lol|haha|yes|yep|yeah|no|nope|sure|please|sorry|no worries|sounds good|got it|have a (great|nice|good)|are you there|anyone (there|home)|you there|welcome|congrat\w*|how are you|how's it going|what's up|sup|nice to meet you)\b/i;
 const SMALL_TALK = /\b(how are you|how's your day|nice to meet you|have a (nice|good) (day|one)|what's up|good to see you|thank(s| you)( so much| a lot)?)\b/i;
 
@@ -54,8 +54,7 @@ const RULES: Rule[] = [
   { category: 'reasoning', points: 2, what: 'a question about numbers', test: (t) => t.includes('?') && (t.match(/\d+/g)?.length ?? 0) >= 2 },
   { category: 'multilingual', points: 4, what: 'mostly non-Latin script', test: (t) => nonLatinShare(t) > 0.3 },
   { category: 'multilingual', points: 2, what: 'some non-Latin script', test: (t) => nonLatinShare(t) > 0.05 },
-  { category: 'multilingual', points: 3, what: 'a translation request', test: has(TRANSLATE) },
-  { category: 'multilingual', points: 3, what: 'a translation request', test: has(TRANSLATE_ELSEWHERE) },
+  { category: 'multilingual', points: 3, what: 'a translation request', test: (t) => TRANSLATE.test(t) || TRANSLATE_ELSEWHERE.test(t) },
   { category: 'multilingual', points: 2, what: 'words of another language', test: (_t, w) => foreignWords(w) >= 2 },
   { category: 'multilingual', points: 2, what: 'letters of another language', test: has(FOREIGN_LETTERS) },
   { category: 'multilingual', points: 1, what: 'accented letters', test: has(ACCENTS) },
@@ -107,8 +106,4 @@ export function nonLatinShare(text: string): number {
   if (letters === 0) return 0;
   const latin = text.match(/\p{Script=Latin}/gu)?.length ?? 0;
   return (letters - latin) / letters;
-}
-
-export function round2(x: number): number {
-  return Math.round(x * 100) / 100;
 }

@@ -1,6 +1,5 @@
-import { Category } from '../categories';
+import { Category, round2 } from '../categories';
 import { Preference } from '../protocol/route.dto';
-import { round2 } from '../classify/rules-classifier';
 import { ModelTraits } from './model-traits';
 
 /**
@@ -59,7 +58,9 @@ export function strength(params: number): number {
 
 export function scoreModel(category: Category, c: Candidate): Scored {
   const parts: Array<[string, number]> = [];
-  const add = (what: string, points: number) => points !== 0 && parts.push([what, points]);
+  const add = (what: string, points: number) => {
+    if (points !== 0) parts.push([what, points]);
+  };
   // A greeting needs little of a model: its size counts half.
   const base = strength(c.params) * (category === 'quick-chat' ? 0.5 : 1);
   parts.push([`${paramText(c.params)} parameters`, base]);
@@ -74,7 +75,7 @@ export function scoreModel(category: Category, c: Candidate): Scored {
     else if (c.vocab >= 64_000) add(`a ${Math.round(c.vocab / 1000)}k-token vocabulary`, POINTS.midVocab);
     if (MULTILINGUAL_NAME.test(c.names)) add('a multilingual model by name', POINTS.multilingualName);
   }
-  if (category === 'image') add(c.vision ? 'a vision projector' : 'no vision projector', c.vision ? POINTS.vision : 0);
+  if (category === 'image' && c.vision) add('a vision projector', POINTS.vision);
   if (category === 'long-context') add(`${c.context} positions`, POINTS.contextDoubling * Math.min(4, Math.max(0, Math.log2(c.context / 4096))));
   if (category === 'quick-chat' && c.params <= 4e9) add('small enough to answer fast', POINTS.quick);
   if (!c.fitsContext) add(`the conversation does not fit its ${c.context} positions`, POINTS.noRoomInContext);
