@@ -11,6 +11,7 @@ import { RedactionModule } from '../../../libs/redaction/src/redaction.module';
 import { SystemOneModule } from '../../../libs/systemone/src/systemone.module';
 import { RetrievalModule } from '../../../libs/retrieval/src/retrieval.module';
 import { SpeechModule } from '../../../libs/speech/src/speech.module';
+import { RouteModule } from '../../../libs/route/src/route.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { McpModule } from '../../../libs/mcp/src/mcp.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
@@ -28,7 +29,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, SpeechModule, ContextsModule, McpModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, SpeechModule, RouteModule, ContextsModule, McpModule, LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -310,8 +310,25 @@ export class ModelManager {
     }
   }
 
-  private estimate(entry: CatalogEntry): number {
-    return estimateBytes(entry, seqPositions(entry, this.config.ctxSize, DEFAULT_CTX_CAP) * this.config.concurrency);
+  /** Bytes `entry` is counted for against the budget once loaded: its weights and a KV cache for the flags' context. */
+  estimate(entry: CatalogEntry): number {
+    return estimateBytes(entry, this.positionsFor(entry) * this.config.concurrency);
+  }
+
+  /** Positions one request gets on `entry` once loaded (the loader's rule, read from its metadata). */
+  positionsFor(entry: CatalogEntry): number {
+    return seqPositions(entry, this.config.ctxSize, DEFAULT_CTX_CAP);
+  }
+
+  /**
+   * Bytes the budget leaves beside the models resident now and those still being freed, `except`
+   * one file's own load (it needs no room beside itself). POST /v1/route asks, loading nothing;
+   * a load would unload idle models to make more (makeRoom).
+   */
+  memoryRoom(except?: string): number {
+    const others = [...this.ready.values()].filter((m) => m.entry.path !== except);
+    const used = [...others, ...this.leaving].reduce((a, m) => a + m.estimatedBytes, 0);
+    return Math.max(0, this.memoryBudget - used);
   }
 
   private async load(entry: CatalogEntry): Promise<LoadedModel> {

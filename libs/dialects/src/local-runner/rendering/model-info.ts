@@ -3,6 +3,7 @@ import { LoadedModel } from '../../../../engine/src/models/loaded-model';
 import { canInfill } from '../../../../engine/src/prompt/prompt-renderer';
 import { CatalogEntry } from '../../../../store/src/catalog';
 import { ModelDefaults, parametersText } from '../../../../store/src/model-defaults';
+import { templateRendersTools, templateThinks } from '../../../../store/src/template-traits';
 
 /**
  * Model descriptions in the local-runner's shapes (tags, ps, show), read from
@@ -151,10 +152,10 @@ function capabilities(e: CatalogEntry, template: string, infill: boolean, thinks
   // A suffix can be filled in (the local runner's name for it).
   if (infill && caps.includes('completion')) caps.push('insert');
   // As the local-runner decides it: a template that mentions tools can render them.
-  if (template.includes('tools')) caps.push('tools');
+  if (templateRendersTools(template)) caps.push('tools');
   // Thoughts come back apart (`think`): as llama.cpp's chat code decides it once loaded; from the
   // template's text before that (a think tag, a thought channel, a reasoning switch).
-  if (thinks ?? /enable_thinking|reasoning_content|reasoning_effort|<think>|\[THINK\]|<\|channel\|?>/.test(template)) caps.push('thinking');
+  if (thinks ?? templateThinks(template)) caps.push('thinking');
   if (e.capabilities.includes('embeddings')) caps.push('embedding');
   // vision needs a projector beside the model; the engine loads none yet.
   return caps;
