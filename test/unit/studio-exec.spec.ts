@@ -39,7 +39,7 @@ describe('execRequest: the body of POST /studio/exec', () => {
   const bad = (body: unknown, message: string | RegExp) => {
     let err: unknown;
     try {
-      execRequest(body as never, base);
+      execRequest(body, base);
     } catch (e) {
       err = e;
     }
@@ -60,6 +60,9 @@ describe('execRequest: the body of POST /studio/exec', () => {
 
   it('answers 400 for what cannot run, naming the field', () => {
     bad(undefined, 'command is required');
+    bad([], 'the body must be a JSON object');
+    bad('ls', 'the body must be a JSON object');
+    bad(null, 'the body must be a JSON object');
     bad({}, 'command is required');
     bad({ command: 5 }, 'command must be a string');
     bad({ command: ['ls'] }, 'command must be a string');

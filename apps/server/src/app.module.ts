@@ -12,6 +12,7 @@ import { SystemOneModule } from '../../../libs/systemone/src/systemone.module';
 import { RetrievalModule } from '../../../libs/retrieval/src/retrieval.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { McpModule } from '../../../libs/mcp/src/mcp.module';
+import { StudioModule } from '../../../libs/studio/src/studio.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
 import { ServerConfig, SERVER_CONFIG } from './config/server-config';
@@ -27,7 +28,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, ContextsModule, McpModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, ContextsModule, McpModule, StudioModule.forRoot(config), LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };

@@ -65,6 +65,16 @@ export class AuthService {
     return (req.method === 'GET' || req.method === 'HEAD') && pathOf(req) === '/healthz';
   }
 
+  /**
+   * The studio page itself (GET /studio, under -studio) needs no credential or marking: a browser
+   * opens it by navigation, which cannot carry a Bearer key, and the page is a static asset that
+   * holds no data. Its Host, peer and Origin rules still apply, and every request the page makes
+   * (its config, commands, the API) needs the credential, which the page asks for.
+   */
+  isStudioPage(req: FastifyRequest): boolean {
+    return this.config.features.studio && (req.method === 'GET' || req.method === 'HEAD') && pathOf(req) === '/studio';
+  }
+
   view(req: FastifyRequest): RequestView {
     const sock = req.raw.socket;
     return {
@@ -192,6 +202,7 @@ export class AuthService {
   async admit(req: FastifyRequest, reply?: FastifyReply): Promise<void> {
     if (this.isOpen(req)) return;
     this.checkOrigin(req);
+    if (this.isStudioPage(req)) return;
     const caller = await this.authenticate(req, reply);
     this.classify(req, caller);
   }

@@ -18,20 +18,17 @@ export const MAX_TIMEOUT_MS = 300_000;
  */
 export const MAX_COMMAND_CHARS = 32 * 1024;
 
-/** The body's fields; unknown ones are ignored (spec rule 4), these are checked by execRequest. */
-export class ExecRequestDto {
-  command?: unknown;
-  cwd?: unknown;
-  timeout_ms?: unknown;
-}
-
 /**
- * Reads the body of POST /studio/exec; a 400 (InvalidRequestError) names what is wrong.
- * `baseDir` is what a relative or absent cwd is taken from (the server's working directory).
+ * Reads the body of POST /studio/exec, `{command, cwd?, timeout_ms?}` (other fields are ignored,
+ * spec rule 4); a 400 (InvalidRequestError) names what is wrong. The controller takes the body
+ * unchecked, so that without -studio-exec any body answers the 403 first. `baseDir` is what a
+ * relative or absent cwd is taken from (the server's working directory).
  */
-export function execRequest(dto: ExecRequestDto | undefined, baseDir: string): ExecRequest {
-  const body = dto ?? {};
-  const { command, cwd, timeout_ms: timeout } = body;
+export function execRequest(body: unknown, baseDir: string): ExecRequest {
+  if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+    throw new InvalidRequestError('cannot parse request: the body must be a JSON object');
+  }
+  const { command, cwd, timeout_ms: timeout } = (body ?? {}) as Record<string, unknown>;
   if (command === undefined || command === null) throw new InvalidRequestError('command is required');
   if (typeof command !== 'string') throw new InvalidRequestError('command must be a string');
   if (command.trim() === '') throw new InvalidRequestError('command is empty');

@@ -245,23 +245,25 @@ function boot(S) {
     var text = $('prompt').value;
     if (!text.trim() || controller) return;
     $('prompt').value = ''; $('chat-error').textContent = ''; $('chat-meta').textContent = '';
-    history.push({ role: 'user', content: text });
+    // This answer belongs to this conversation, even if New chat replaces it while it streams.
+    var convo = history;
+    convo.push({ role: 'user', content: text });
     bubble('user', text);
     var view = bubble('assistant', '');
     controller = new AbortController();
     $('send').disabled = true; $('stop').disabled = false;
-    var body = S.chatBody({ model: $('chat-model').value, system: $('system').value, temperature: $('temperature').value, maxTokens: $('max-tokens').value, stop: $('stop-strings').value, history: history });
+    var body = S.chatBody({ model: $('chat-model').value, system: $('system').value, temperature: $('temperature').value, maxTokens: $('max-tokens').value, stop: $('stop-strings').value, history: convo });
     var partial = '';
     try {
       var out = await S.streamChat(f, creds, body, { signal: controller.signal, onDelta: function (kind, piece) {
         if (kind === 'content') { partial += piece; view.body.textContent += piece; } else view.thinking.textContent += piece;
         $('transcript').scrollTop = $('transcript').scrollHeight;
       } });
-      history.push({ role: 'assistant', content: out.text });
+      convo.push({ role: 'assistant', content: out.text });
       $('chat-meta').textContent = S.usageLine(out);
     } catch (err) {
-      if (err.name === 'AbortError') { $('chat-meta').textContent = 'stopped'; history.push({ role: 'assistant', content: partial }); }
-      else { history.pop(); fail('chat-error', err); }
+      if (err.name === 'AbortError') { $('chat-meta').textContent = 'stopped'; convo.push({ role: 'assistant', content: partial }); }
+      else { convo.pop(); fail('chat-error', err); }
     } finally {
       controller = null; $('send').disabled = false; $('stop').disabled = true;
     }
