@@ -146,6 +146,8 @@ describe('studio with -studio-exec and an API key (from $SVC_API_KEY)', () => {
     expect(r.headers['cache-control']).toBe('no-store');
     expect(r.json).toMatchObject({ exit_code: 7, signal: null, stdout: 'hello\n', stderr: 'oops\n', truncated: false, timed_out: false });
     expect(typeof r.json.duration_ms).toBe('number');
+    // Each command leaves an audit line in the server's log.
+    expect(srv.logs()).toMatch(/\[studio\] exec in \S+: echo hello; echo oops >&2; exit 7/);
     const dir = mkdtempSync(join(tmpdir(), 'studio-cwd-'));
     expect((await exec({ command: 'pwd', cwd: dir })).json.stdout).toBe(`${dir}\n`);
     expect((await exec({ command: 'echo "[$SVC_API_KEY]"' })).json.stdout).toBe('[]\n');

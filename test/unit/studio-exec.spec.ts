@@ -3,12 +3,13 @@
  * runner (runCommand) on the real /bin/sh. test/e2e/studio.e2e-spec.ts repeats the important
  * cases through the real server.
  */
-import { HttpException } from '@nestjs/common';
+import { HttpException, Logger } from '@nestjs/common';
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidRequestError } from '../../libs/engine/src/core/errors';
 import { commandEnv, runCommand } from '../../libs/studio/src/exec/command-runner';
+import { StudioModule } from '../../libs/studio/src/studio.module';
 import { checkExecAllowed, DEFAULT_TIMEOUT_MS, EXEC_OFF_MESSAGE, execRequest, ExecRequest, MAX_COMMAND_CHARS } from '../../libs/studio/src/exec/exec-request';
 
 jest.setTimeout(20_000);
@@ -161,5 +162,30 @@ describe('runCommand: /bin/sh -c in its own process group', () => {
     expect(env).toEqual({ PATH: process.env.PATH, HOME: '/h' });
     const r = await runCommand(req('echo "[$SVC_API_KEY][$HOME]"'), { env });
     expect(r.stdout).toBe('[][/h]\n');
+  });
+});
+
+describe('StudioModule at boot', () => {
+  const warnings = (studio: boolean, studioExec: boolean, required: boolean): string[] => {
+    const spy = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      new StudioModule({ features: { studio, studioExec } } as never, { required } as never).onModuleInit();
+      return spy.mock.calls.map((c) => String(c[0]));
+    } finally {
+      spy.mockRestore();
+    }
+  };
+
+  it('registers the routes only under -studio', () => {
+    const on = StudioModule.forRoot({ features: { studio: true } } as never);
+    expect(on.controllers?.map((c) => c.name)).toEqual(['StudioController']);
+    expect(StudioModule.forRoot({ features: { studio: false, studioExec: true } } as never).controllers).toEqual([]);
+  });
+
+  it('warns when -studio-exec runs without credentials or without -studio, and only then', () => {
+    expect(warnings(true, true, false)).toEqual([expect.stringMatching(/^-studio-exec on a server without credentials: any program on this machine can run commands/)]);
+    expect(warnings(false, true, true)).toEqual(['-studio-exec without -studio: the studio is not served, so no command can run']);
+    expect(warnings(true, true, true)).toEqual([]);
+    expect(warnings(true, false, false)).toEqual([]);
   });
 });
