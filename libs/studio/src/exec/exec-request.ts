@@ -68,7 +68,7 @@ function timeoutOf(v: unknown): number {
  * application/json from another page needs a CORS preflight, which the studio refuses to every
  * origin but the server's own. So even a browser that sent no Origin cannot start a command.
  */
-export function isJsonContentType(contentType: string | undefined): boolean {
+function isJsonContentType(contentType: string | undefined): boolean {
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   return type === 'application/json';
 }

@@ -225,7 +225,7 @@ function boot(S) {
       fill($('rerank-model'), models, ['embeddings'], "(the server's -rerank cross-encoder)");
       status('connected · ' + models.length + ' model' + (models.length === 1 ? '' : 's') + (cfg.exec ? ' · command execution on' : ''));
     } catch (err) {
-      status(err.status === 401 ? 'this server needs an API key' : 'cannot reach the server: ' + err.message, true);
+      status(err.status === 401 ? 'this server needs an API key' : err.status ? 'the server refused: ' + err.message : 'cannot reach the server: ' + err.message, true);
       if (err.status === 401) $('keybox').open = true;
     }
   }
