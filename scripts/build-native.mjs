@@ -309,7 +309,7 @@ async function buildWhisper(opts) {
   const out = fs.openSync(logFile, 'a');
   const r = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '--parallel', String(opts.jobs), '--target', 'whisper-cli'], { stdio: ['ignore', out, out] });
   fs.closeSync(out);
-  const cli = [path.join(buildDir, 'bin', 'whisper-cli'), path.join(buildDir, 'Release', 'whisper-cli')].find((p) => fs.existsSync(p));
+  const cli = [path.join(buildDir, 'whisper-cli'), path.join(buildDir, 'bin', 'whisper-cli'), path.join(buildDir, 'Release', 'whisper-cli')].find((p) => fs.existsSync(p));
   if (r.status !== 0 || !cli) {
     console.error(tail(logFile));
     die(`whisper-cli failed to build; full log: ${logFile}`);

@@ -259,6 +259,35 @@ describe('auth layer: browser origins', () => {
   });
 });
 
+describe('auth layer: the studio page needs no credential under -studio (a browser navigates to it)', () => {
+  let studio: Awaited<ReturnType<typeof boot>>;
+  let plain: Awaited<ReturnType<typeof boot>>;
+  beforeAll(async () => {
+    studio = await boot(['-studio', '-api-key', 'k', '-classification']);
+    plain = await boot(['-api-key', 'k']);
+  });
+  afterAll(async () => {
+    await studio.close();
+    await plain.close();
+  });
+
+  it('asks the key for the studio page too, as for every route but /healthz (no stand-in route: 404 with it)', async () => {
+    for (const [path, method] of [['/studio', 'GET'], ['/studio', 'HEAD'], ['/studio', 'POST'], ['/studio/config', 'GET'], ['/studio/exec', 'POST'], ['/v1/models', 'GET']]) {
+      const r = await call(`${studio.url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+      expect([path, method, r.status]).toEqual([path, method, 401]);
+      if (method !== 'HEAD') expect(r.json?.error?.message).toBe(UNAUTH);
+    }
+    expect((await call(`${plain.url}/studio`)).status).toBe(401);
+  });
+
+  it("keeps the studio's Host and Origin rules on the page", async () => {
+    const port = new URL(studio.url).port;
+    expect((await rawGet(`${studio.url}/studio`, { host: `rebound.example:${port}` })).status).toBe(421);
+    const foreign = await call(`${studio.url}/studio`, { headers: { origin: 'https://evil.example' } });
+    expect([foreign.status, foreign.json.error.message]).toEqual([403, 'origin not permitted; a web page at https://evil.example may not call this server']);
+  });
+});
+
 describe('auth layer: directory sign-in', () => {
   let s: Awaited<ReturnType<typeof boot>>;
   let jwks: Server;

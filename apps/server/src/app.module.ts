@@ -14,6 +14,7 @@ import { SpeechModule } from '../../../libs/speech/src/speech.module';
 import { RouteModule } from '../../../libs/route/src/route.module';
 import { ContextsModule } from '../../../libs/contexts/src/contexts.module';
 import { McpModule } from '../../../libs/mcp/src/mcp.module';
+import { StudioModule } from '../../../libs/studio/src/studio.module';
 import { ObservabilityModule } from '../../../libs/observability/src/observability.module';
 import { AuthModule } from '../../../libs/auth/src/auth.module';
 import { ServerConfig, SERVER_CONFIG } from './config/server-config';
@@ -29,7 +30,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, SpeechModule, RouteModule, ContextsModule, McpModule, LocalRunnerModule],
+      imports: [EngineModule.forRoot({ engine: config.engine, catalog, backend, lexicon }), AuthModule, ObservabilityModule, OpenAIModule, MessagesModule, ResponsesModule, RerankModule, RedactionModule, SystemOneModule, RetrievalModule, SpeechModule, RouteModule, ContextsModule, McpModule, StudioModule.forRoot(config), LocalRunnerModule],
       providers: [{ provide: SERVER_CONFIG, useValue: config }],
       exports: [SERVER_CONFIG],
     };
