@@ -82,7 +82,9 @@ describe('speech-to-text (-whisper, the real server process)', () => {
 
     const verbose = await client.audio.transcriptions.create({ file: await toFile(audio, 'a.wav'), model: 'whisper-1', language: 'en', response_format: 'verbose_json' });
     expect(verbose).toMatchObject({ task: 'transcribe', language: 'english', duration: 3, text: refText });
-    expect(verbose.segments!.map((s) => [s.start, s.end, s.text])).toEqual(ref.map((s) => [s.offsets.from / 1000, s.offsets.to / 1000, s.text]));
+    // whisper-cli prints the times as whisper.cpp read them; the server keeps them inside the audio.
+    const within = (ms: number) => Math.min(3, Math.max(0, ms / 1000));
+    expect(verbose.segments!.map((s) => [s.start, s.end, s.text])).toEqual(ref.map((s) => [within(s.offsets.from), within(s.offsets.to), s.text]));
     for (const s of verbose.segments!) {
       expect(s).toMatchObject({ temperature: 0, id: expect.any(Number), seek: 0 });
       expect(s.avg_logprob).toBeLessThanOrEqual(0);
@@ -137,7 +139,7 @@ describe('speech-to-text (-whisper, the real server process)', () => {
       postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 12, temperature: 0 }),
     ]);
     expect([a.text, b.text]).toEqual([alone.text, alone.text]);
-    expect(chat.json.choices[0].text).toBe(', there was a little girl named Lily.');
+    expect(chat.json.choices[0].text).toMatch(/^, there was a little girl named Lily\./);
     const health = (await (await fetch(`${srv.url}/healthz`)).json()) as { transcription: string };
     expect(health.transcription).toBe(model.split('/').pop()!.replace(/\.bin$/, ''));
   });

@@ -65,6 +65,8 @@ class LoadWorker : public Napi::AsyncWorker {
     cp.use_gpu = false;
     m->ctx = whisper_init_from_file_with_params_no_state(path_.c_str(), cp);
     if (!m->ctx) return SetError("whisper.cpp could not load " + path_ + " (not a whisper ggml model, or damaged)");
+    // An all-f32 model would abort the process at its first convolution (1.9.1's im2col wants f16 kernels).
+    if (whisper_model_ftype(m->ctx) == 0) return SetError(path_ + " is an all-f32 whisper model, which whisper.cpp 1.9.1 cannot run: use an f16 or quantized one");
     m->state = whisper_init_state(m->ctx);
     if (!m->state) return SetError("whisper.cpp could not allocate its state for " + path_);
     model_ = m;

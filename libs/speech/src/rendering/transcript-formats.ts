@@ -20,7 +20,8 @@ export interface TranscriptMeta {
 }
 
 /** A transcript in the response format asked for, as OpenAI's audio routes answer. */
-export function renderTranscript(r: WhisperResult, format: ResponseFormat, m: TranscriptMeta): Rendered {
+export function renderTranscript(result: WhisperResult, format: ResponseFormat, m: TranscriptMeta): Rendered {
+  const r = withinAudio(result, m.seconds);
   const text = r.segments.map((s) => s.text).join('').trim();
   switch (format) {
     case 'text':
@@ -45,6 +46,19 @@ export function renderTranscript(r: WhisperResult, format: ResponseFormat, m: Tr
     default:
       return { contentType: 'application/json; charset=utf-8', body: { text, usage: usage(m.seconds) } };
   }
+}
+
+/**
+ * Times inside the audio: whisper.cpp reads a segment's times from the timestamp tokens the
+ * model chose, and a model that chooses badly (a random-weight one did) gave a start 1000 s
+ * before the audio began.
+ */
+function withinAudio(r: WhisperResult, seconds: number): WhisperResult {
+  const clamp = (t: number) => Math.min(seconds, Math.max(0, t));
+  return {
+    ...r,
+    segments: r.segments.map((s) => ({ ...s, start: clamp(s.start), end: clamp(s.end), tokens: s.tokens.map((t) => ({ ...t, start: clamp(t.start), end: clamp(t.end) })) })),
+  };
 }
 
 /** OpenAI bills audio by the second; its usage object says how many. */
