@@ -279,7 +279,9 @@ async function buildWhisper(opts) {
   const outDir = path.join(repo, 'build', 'native', 'whisper');
   const outFile = path.join(outDir, 'svc_whisper.node');
   const stampFile = path.join(outDir, 'stamp.json');
-  const sourceHash = nativeSourceHash(path.join(repo, 'native', 'whisper'), []);
+  // Its folder and the CMake it shares with the engine (native/addon.cmake).
+  const shared = fs.readFileSync(path.join(repo, 'native', 'addon.cmake'));
+  const sourceHash = createHash('sha256').update(nativeSourceHash(path.join(repo, 'native', 'whisper'), [])).update(shared).digest('hex').slice(0, 16);
   if (opts.ifNeeded && fs.existsSync(outFile) && fs.existsSync(stampFile)) {
     try {
       const s = JSON.parse(fs.readFileSync(stampFile, 'utf8'));
