@@ -1,6 +1,6 @@
 // The CPU image, built from docker/Dockerfile.cpu and run through testcontainers: health,
 // chat completions through the official OpenAI client, the store volume across a restart
-// and across a new container, the non-root user and the HEALTHCHECK.
+// and across a new container, the non-root user, the HEALTHCHECK and the speech addon.
 //
 // Needs a Docker-compatible engine. Here that is podman's API socket:
 //   eval "$(bash scripts/podman-setup.sh up)"     (installs, configures, starts; see the script)
@@ -143,6 +143,19 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
     expect(h.code).toBe(200);
     expect(h.body.model).toBe('tiny-story');
     expect(await modelIds(started)).toEqual(['tiny-story']);
+    const r = await openai(started).chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
+    expect(r.choices[0].message.content).toEqual(expect.any(String));
+  }, 300_000);
+
+  it('carries the speech addon: -whisper loads a whisper.cpp model beside the engine', async () => {
+    await started!.stop({ timeout: 10, removeVolumes: false });
+    started = undefined;
+    // whisper.cpp's own test file (vocabulary and mel filters, no tensors) loads as an empty model:
+    // enough to show the addon and its ggml load in the image next to the engine's.
+    started = await container(['-m', `/models/${MODEL_FILE}`, '-whisper', '-whisper-model', '/models/for-tests-ggml-tiny.bin']).start();
+    const h = await health(started);
+    expect(h.code).toBe(200);
+    expect(h.body).toMatchObject({ status: 'ok', model: 'stories260K', transcription: 'for-tests-ggml-tiny' });
     const r = await openai(started).chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
     expect(r.choices[0].message.content).toEqual(expect.any(String));
   }, 300_000);
