@@ -66,15 +66,24 @@ export class NextTokenScorer {
       evaluated += shared;
       try {
         const { children } = await lm.contexts.fork(parent, tokens.length);
+        const live = new Set(children);
         try {
           await inTurns(tokens.length, lm.scheduler.concurrency, async (i) => {
-            const binding = await lm.contexts.bind(children[i], tokens[i], `question "${req.prompts[i].label}"`);
-            const r = await scoreOne(lm, tokens[i], scoreIds[i], req, binding);
-            logprobs[i] = r.logprobs;
-            evaluated += tokens[i].length - r.cached;
+            try {
+              const binding = await lm.contexts.bind(children[i], tokens[i], `question "${req.prompts[i].label}"`);
+              const r = await scoreOne(lm, tokens[i], scoreIds[i], req, binding);
+              logprobs[i] = r.logprobs;
+              evaluated += tokens[i].length - r.cached;
+            } finally {
+              // Each fork goes as soon as its question is answered: 64 finished forks would hold 64
+              // sequences (and push other contexts out to disk) until the last one ran.
+              live.delete(children[i]);
+              await deleteQuietly(lm, children[i]);
+            }
           });
         } finally {
-          for (const c of children) await deleteQuietly(lm, c);
+          // Forks whose question never ran (a failure, a client gone): lazy, they hold no sequence.
+          for (const c of live) await deleteQuietly(lm, c);
         }
       } finally {
         await deleteQuietly(lm, parent);
