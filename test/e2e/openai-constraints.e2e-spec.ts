@@ -244,6 +244,14 @@ describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
     }
   });
 
+  it('keeps schema properties named like Object.prototype members (constructor, toString, prototype) in their order', async () => {
+    const schema = { type: 'object', properties: { constructor: { const: 5 }, toString: { enum: ['a'] }, prototype: { const: true } }, required: ['constructor', 'toString', 'prototype'], additionalProperties: false };
+    const r: any = await client.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'x' }], max_tokens: 100, temperature: 1, seed: 3, svc_schema: schema } as any);
+    const out = JSON.parse(r.choices[0].message.content);
+    expect(Object.keys(out)).toEqual(['constructor', 'toString', 'prototype']);
+    expect(out).toEqual(JSON.parse('{"constructor":5,"toString":"a","prototype":true}'));
+  });
+
   it('svc_schema on /v1/completions', async () => {
     const r: any = await client.completions.create({ model: '', prompt: 'x', max_tokens: 200, temperature: 1, seed: 5, svc_schema: SCHEMA } as any);
     expect(validate(JSON.parse(r.choices[0].text))).toBe(true);

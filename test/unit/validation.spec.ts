@@ -42,6 +42,33 @@ describe('validation pipe', () => {
   });
 });
 
+/** Free-form JSON (schemas, tool parameters, a decision's state) as the client sent it, every key kept. */
+describe('validation pipe and free-form objects', () => {
+  const pipe = validationPipe();
+  class Holder {
+    @IsOptional() @IsString() model?: string;
+    schema?: unknown;
+    @IsOptional() @ValidateNested({ each: true }) @Type(() => Named) items?: Named[];
+  }
+  class Named {
+    @IsString() name!: string;
+    params?: unknown;
+  }
+
+  it('keeps keys that name Object.prototype members (constructor, prototype, toString...) at any depth; __proto__ alone goes', async () => {
+    const text = '{"model":"m","schema":{"type":"object","properties":{"constructor":{"const":5},"toString":{"type":"string"},"prototype":{"x":1},"__proto__":{"y":1}},"required":["constructor"]},"items":[{"name":"a","params":{"valueOf":1,"hasOwnProperty":[{"isPrototypeOf":2}]}}]}';
+    const out = (await pipe.transform(JSON.parse(text), body(Holder))) as Holder;
+    expect(out).toBeInstanceOf(Holder);
+    expect(out.items![0]).toBeInstanceOf(Named);
+    expect(Object.keys((out.schema as { properties: object }).properties)).toEqual(['constructor', 'toString', 'prototype']);
+    expect(JSON.stringify(out.schema)).toBe('{"type":"object","properties":{"constructor":{"const":5},"toString":{"type":"string"},"prototype":{"x":1}},"required":["constructor"]}');
+    expect(({} as Record<string, unknown>).y).toBeUndefined();
+    expect(JSON.stringify(out.items![0].params)).toBe('{"valueOf":1,"hasOwnProperty":[{"isPrototypeOf":2}]}');
+    // Still validated: a nested DTO's rules apply.
+    expect(await problem(pipe.transform({ items: [{ name: 3 }] }, body(Holder)))).toBe('cannot parse request: items.0.name: name must be a string (got number 3)');
+  });
+});
+
 class Inner {
   @IsOptional() @IsInt() k?: number;
   @IsString() id!: string;

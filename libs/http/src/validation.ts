@@ -28,8 +28,57 @@ class BodyValidationPipe extends ValidationPipe {
     if (dto && value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) {
       throw new BadRequestException(`cannot parse request: the body must be a JSON object (got ${typeOf(value)})`);
     }
-    return super.transform(value, metadata);
+    // Nest deletes every `constructor` and `prototype` key of the body in place (and `__proto__`,
+    // which stays deleted: a key that could reach a prototype has no use in a request). They are
+    // ordinary names in a JSON schema, tool parameters or a decision's state: put back after.
+    const kept = dto ? holdersOf(value, ['constructor', 'prototype']) : [];
+    const out = await super.transform(value, metadata);
+    // Put back in their places: key order is meaning in a schema (the order properties are written in).
+    for (const [obj, entries] of kept) {
+      for (const k of Object.keys(obj)) delete (obj as Record<string, unknown>)[k];
+      for (const [k, v] of entries) if (k !== '__proto__') Object.defineProperty(obj, k, { value: v, enumerable: true, writable: true, configurable: true });
+    }
+    return dto ? keepFreeForm(value, out) : out;
   }
+}
+
+/** Every object below `v` with an own key among `names`, with all its entries in order. */
+function holdersOf(v: unknown, names: string[], out: Array<[object, Array<[string, unknown]>]> = []): Array<[object, Array<[string, unknown]>]> {
+  if (v === null || typeof v !== 'object') return out;
+  if (Array.isArray(v)) {
+    for (const x of Object.values(v)) holdersOf(x, names, out);
+    return out;
+  }
+  const entries = Object.entries(v);
+  if (entries.some(([k]) => names.includes(k))) out.push([v, entries]);
+  for (const [, x] of entries) holdersOf(x, names, out);
+  return out;
+}
+
+/**
+ * class-transformer copies a free-form object (a JSON schema, tool parameters, a decision's
+ * state) key by key and skips every key that names a method of Object.prototype: a schema
+ * property `constructor` or `toString` vanished, and a schema requiring it became one the
+ * output broke. Where the transformed value is such a plain copy, the body's own value is put
+ * back whole; nested DTO instances are walked into, so what they converted stays.
+ */
+export function keepFreeForm(original: unknown, transformed: unknown): unknown {
+  if (Array.isArray(original) && Array.isArray(transformed)) {
+    for (let i = 0; i < transformed.length && i < original.length; i++) transformed[i] = keepFreeForm(original[i], transformed[i]);
+    return transformed;
+  }
+  if (!isPlainObject(original) || transformed === null || typeof transformed !== 'object') return transformed;
+  const proto = Object.getPrototypeOf(transformed);
+  if (proto === Object.prototype || proto === null) return original;
+  const t = transformed as Record<string, unknown>;
+  for (const k of Object.keys(t)) if (Object.prototype.hasOwnProperty.call(original, k)) t[k] = keepFreeForm((original as Record<string, unknown>)[k], t[k]);
+  return transformed;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
 }
 
 function describe(errors: ValidationError[], prefix = ''): string {
