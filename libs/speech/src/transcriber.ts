@@ -62,14 +62,14 @@ export class Transcriber implements OnApplicationShutdown {
     return this.addon;
   }
 
-  async transcribe(pcm: Float32Array, opts: WhisperOptions, signal?: AbortSignal): Promise<WhisperResult> {
+  async transcribe(audio: Float32Array | Uint8Array, opts: WhisperOptions, signal?: AbortSignal): Promise<WhisperResult> {
     if (!this.enabled) throw new InvalidRequestError('speech-to-text is off: start the server with -whisper');
     if (this.closing) throw new ServerShuttingDownError();
     if (this.waiting >= MAX_WAITING + 1) throw new QueueFullError();
     const model = await this.load();
     if (opts.translate && !model.info.multilingual) throw new InvalidRequestError(`${this.modelName} is an English-only model: it cannot translate`);
     this.waiting++;
-    const turn = this.tail.then(() => this.run(model, pcm, opts, signal));
+    const turn = this.tail.then(() => this.run(model, audio, opts, signal));
     this.tail = turn.catch(() => undefined);
     try {
       return await turn;
@@ -78,9 +78,9 @@ export class Transcriber implements OnApplicationShutdown {
     }
   }
 
-  private async run(model: WhisperModel, pcm: Float32Array, opts: WhisperOptions, signal?: AbortSignal): Promise<WhisperResult> {
+  private async run(model: WhisperModel, audio: Float32Array | Uint8Array, opts: WhisperOptions, signal?: AbortSignal): Promise<WhisperResult> {
     if (signal?.aborted) throw new ClientGoneError();
-    const job = model.transcribe(pcm, { threads: this.config.engine.threads, ...opts });
+    const job = model.transcribe(audio, { threads: this.config.engine.threads, ...opts });
     const cancel = () => job.cancel();
     signal?.addEventListener('abort', cancel, { once: true });
     try {

@@ -31,6 +31,8 @@ export interface WhisperResult {
   language: string;
   /** Milliseconds whisper_full ran. */
   ms: number;
+  /** Seconds of audio transcribed. */
+  seconds: number;
   segments: WhisperSegment[];
 }
 
@@ -42,14 +44,15 @@ export interface WhisperOptions {
   /** Text the decoder is primed with (spelling, vocabulary, the previous part). */
   prompt?: string;
   threads?: number;
-  /** Timestamps per token (for word timestamps). */
-  tokenTimestamps?: boolean;
 }
 
 export interface WhisperModel {
   readonly info: { type: string; multilingual: boolean; nVocab: number; nMels: number; nAudioLayer: number; nTextLayer: number; nAudioState: number };
-  /** 16 kHz mono samples in [-1, 1]. cancel() makes the promise reject with "cancelled" at the next check. */
-  transcribe(pcm: Float32Array, opts: WhisperOptions): { promise: Promise<WhisperResult>; cancel(): void };
+  /**
+   * 16 kHz mono samples in [-1, 1], or a WAV file's bytes (decoded and resampled on the worker
+   * thread, as whisper-cli does). cancel() makes the promise reject with "cancelled" at the next check.
+   */
+  transcribe(audio: Float32Array | Uint8Array, opts: WhisperOptions): { promise: Promise<WhisperResult>; cancel(): void };
   /** Frees the model once a transcription in flight is done. */
   dispose(): Promise<void>;
 }

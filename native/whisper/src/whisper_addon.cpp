@@ -3,6 +3,7 @@
 // time per model (libs/speech), so the state is never shared between threads.
 #include <napi.h>
 
+#include "common-whisper.h"
 #include "whisper.h"
 
 #include <atomic>
@@ -40,6 +41,9 @@ struct Segment {
   float noSpeech;
   std::vector<Token> tokens;
 };
+
+// whisper.cpp refuses input shorter than its FFT window (rc -3); silence pads a blip to this.
+constexpr size_t MIN_SAMPLES = WHISPER_SAMPLE_RATE / 10;
 
 struct Options {
   std::string language;  // "" = detect
@@ -82,14 +86,23 @@ class LoadWorker : public Napi::AsyncWorker {
 
 class TranscribeWorker : public Napi::AsyncWorker {
  public:
-  TranscribeWorker(Napi::Env env, std::shared_ptr<Model> m, std::vector<float> pcm, Options o, std::shared_ptr<std::atomic<bool>> cancel)
-      : Napi::AsyncWorker(env, "svc_whisper.transcribe"), m_(std::move(m)), pcm_(std::move(pcm)), o_(std::move(o)), cancel_(std::move(cancel)),
+  TranscribeWorker(Napi::Env env, std::shared_ptr<Model> m, std::vector<float> pcm, std::vector<char> wav, Options o, std::shared_ptr<std::atomic<bool>> cancel)
+      : Napi::AsyncWorker(env, "svc_whisper.transcribe"), m_(std::move(m)), pcm_(std::move(pcm)), wav_(std::move(wav)), o_(std::move(o)), cancel_(std::move(cancel)),
         deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
     std::lock_guard<std::mutex> lk(m_->mu);
     if (!m_->ctx) return SetError("the whisper model was disposed");
+    if (cancel_->load()) return SetError("cancelled");
+    if (!wav_.empty()) {
+      // Decoded here, off the JS thread, as whisper-cli decodes (miniaudio: mono, 16 kHz).
+      std::vector<std::vector<float>> stereo;
+      if (!read_audio_data(wav_.data(), wav_.size(), pcm_, stereo, false)) return SetError("the WAV data could not be decoded");
+      std::vector<char>().swap(wav_);
+    }
+    seconds_ = (double) pcm_.size() / WHISPER_SAMPLE_RATE;
+    if (pcm_.size() < MIN_SAMPLES) pcm_.resize(MIN_SAMPLES, 0.0f);
     whisper_full_params p = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
     p.n_threads = o_.threads;
     p.translate = o_.translate;
@@ -132,6 +145,7 @@ class TranscribeWorker : public Napi::AsyncWorker {
     auto r = Napi::Object::New(env);
     r.Set("language", language_);
     r.Set("ms", (double) us_ / 1000.0);
+    r.Set("seconds", seconds_);
     auto segs = Napi::Array::New(env, segments_.size());
     for (size_t i = 0; i < segments_.size(); i++) {
       const Segment & s = segments_[i];
@@ -164,7 +178,9 @@ class TranscribeWorker : public Napi::AsyncWorker {
  private:
   std::shared_ptr<Model> m_;
   std::vector<float> pcm_;
+  std::vector<char> wav_;
   Options o_;
+  double seconds_ = 0;
   std::shared_ptr<std::atomic<bool>> cancel_;
   Napi::Promise::Deferred deferred_;
   std::vector<Segment> segments_;
@@ -203,14 +219,23 @@ Napi::Object wrapModel(Napi::Env env, std::shared_ptr<Model> m) {
   info.Set("nTextLayer", whisper_model_n_text_layer(m->ctx));
   info.Set("nAudioState", whisper_model_n_audio_state(m->ctx));
   o.Set("info", info);
-  // transcribe(pcm16k: Float32Array, opts) -> { promise, cancel() }
+  // transcribe(audio: Float32Array of 16 kHz samples | Uint8Array of a WAV file, opts) -> { promise, cancel() }
   o.Set("transcribe", Napi::Function::New(env, [m](const Napi::CallbackInfo & ci) -> Napi::Value {
     Napi::Env e = ci.Env();
-    if (ci.Length() < 1 || !ci[0].IsTypedArray() || ci[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-      throw Napi::TypeError::New(e, "transcribe(pcm: Float32Array, opts)");
+    if (ci.Length() < 1 || !ci[0].IsTypedArray()) throw Napi::TypeError::New(e, "transcribe(audio: Float32Array | Uint8Array, opts)");
+    std::vector<float> pcm;
+    std::vector<char> wav;
+    auto ta = ci[0].As<Napi::TypedArray>();
+    if (ta.TypedArrayType() == napi_float32_array) {
+      auto a = ci[0].As<Napi::Float32Array>();
+      pcm.assign(a.Data(), a.Data() + a.ElementLength());
+    } else if (ta.TypedArrayType() == napi_uint8_array) {
+      auto a = ci[0].As<Napi::Uint8Array>();
+      if (a.ElementLength() == 0) throw Napi::RangeError::New(e, "transcribe: empty WAV data");
+      wav.assign(reinterpret_cast<const char *>(a.Data()), reinterpret_cast<const char *>(a.Data()) + a.ElementLength());
+    } else {
+      throw Napi::TypeError::New(e, "transcribe(audio: Float32Array | Uint8Array, opts)");
     }
-    auto a = ci[0].As<Napi::Float32Array>();
-    std::vector<float> pcm(a.Data(), a.Data() + a.ElementLength());
     Options o;
     if (ci.Length() > 1 && ci[1].IsObject()) {
       auto opts = ci[1].As<Napi::Object>();
@@ -227,7 +252,7 @@ Napi::Object wrapModel(Napi::Env env, std::shared_ptr<Model> m) {
       throw Napi::RangeError::New(e, "unknown language " + o.language);
     }
     auto cancel = std::make_shared<std::atomic<bool>>(false);
-    auto * w = new TranscribeWorker(e, m, std::move(pcm), o, cancel);
+    auto * w = new TranscribeWorker(e, m, std::move(pcm), std::move(wav), o, cancel);
     auto job = Napi::Object::New(e);
     job.Set("promise", w->Promise());
     job.Set("cancel", Napi::Function::New(e, [cancel](const Napi::CallbackInfo & c) -> Napi::Value {

@@ -2,19 +2,28 @@ import { FastifyRequest } from 'fastify';
 import { EngineError, InvalidRequestError } from '../../../engine/src/core/errors';
 import { RESPONSE_FORMATS, ResponseFormat } from '../rendering/transcript-formats';
 import { Transcriber } from '../transcriber';
-import { decodeWav, NotWavError } from './wav';
+import { inspectWav, NotWavError } from './wav';
 
 /** An audio request, read and checked: everything the transcriber and the renderer need. */
 export interface AudioRequest {
   task: 'transcribe' | 'translate';
-  samples: Float32Array;
+  /** The WAV file, decoded by the speech addon off the JS thread. */
+  wav: Uint8Array;
   seconds: number;
   language?: string;
   prompt?: string;
   format: ResponseFormat;
-  /** Word timestamps (timestamp_granularities word, verbose_json). */
-  words: boolean;
 }
+
+/**
+ * Characters of `prompt` handed to whisper.cpp: its end (the decoder reads at most the last 224
+ * tokens of a prompt). whisper.cpp's tokenizer matches words with std::regex, which recurses per
+ * character: one unbroken run of ~30000 letters overflowed its thread's stack (the process died).
+ */
+export const MAX_PROMPT_CHARS = 2000;
+
+/** The longest audio one request transcribes (an hour: 230 MB of samples, minutes of CPU). */
+export const MAX_AUDIO_SECONDS = 3600;
 
 /** Bytes an audio upload may take (the route's own body limit, above JSON's 32 MiB). */
 export const AUDIO_BODY_LIMIT = 128 * 1024 * 1024;
@@ -26,7 +35,9 @@ export const AUDIO_BODY_LIMIT = 128 * 1024 * 1024;
  */
 export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['task'], t: Transcriber): Promise<AudioRequest> {
   if (!t.enabled) throw new InvalidRequestError('speech-to-text is off: start the server with -whisper');
-  const type = String(req.headers['content-type'] ?? '').toLowerCase();
+  // The multipart boundary is case-sensitive (browsers send ----WebKitFormBoundaryAbC...): only the type is compared in lower case.
+  const contentType = String(req.headers['content-type'] ?? '');
+  const type = contentType.toLowerCase();
   const body = Buffer.isBuffer(req.body) ? req.body : undefined;
   let fields: Map<string, string[]>;
   let file: Buffer | undefined;
@@ -34,7 +45,7 @@ export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['
     if (!body) throw new InvalidRequestError('the multipart body could not be read');
     let form: FormData;
     try {
-      form = await new Response(body, { headers: { 'content-type': type } }).formData();
+      form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
     } catch (err) {
       throw new InvalidRequestError(`malformed multipart body: ${(err as Error).message}`);
     }
@@ -61,20 +72,22 @@ export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['
   // Decoding is greedy, without the fallback to sampling: the only temperature there is.
   if (temperature !== undefined && temperature.trim() !== '' && Number(temperature) !== 0) throw new InvalidRequestError(`temperature must be 0 (this server transcribes greedily), got ${temperature}`);
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])];
-  const bad = granularities.find((g) => g !== 'segment' && g !== 'word');
-  if (bad !== undefined) throw new InvalidRequestError(`timestamp_granularities holds ${JSON.stringify(bad)}; it takes segment and word`);
-  const words = granularities.includes('word');
-  if (words && format !== 'verbose_json') throw new InvalidRequestError('word timestamps need response_format verbose_json');
+  // Segments carry their start and end; word timestamps are not offered (the spec refuses them).
+  const bad = granularities.find((g) => g !== 'segment');
+  if (bad !== undefined) throw new InvalidRequestError(bad === 'word' ? 'timestamp_granularities word is not supported: segments carry start and end times (segment, with verbose_json)' : `timestamp_granularities holds ${JSON.stringify(bad)}; it takes segment`);
+  if (granularities.length > 0 && format !== 'verbose_json') throw new InvalidRequestError('timestamp_granularities needs response_format verbose_json');
   // Translations go into English from whatever is spoken: OpenAI's route takes no language.
   const language = task === 'transcribe' ? one('language')?.trim().toLowerCase() || undefined : undefined;
   if (language !== undefined && language !== 'auto' && !t.knowsLanguage(language)) throw new InvalidRequestError(`language ${JSON.stringify(language)} is not one whisper knows (ISO 639-1, e.g. en, de, ja)`);
-  let audio;
+  let info;
   try {
-    audio = decodeWav(file);
+    info = inspectWav(file);
   } catch (err) {
     if (err instanceof NotWavError) throw new EngineError(err.message, 415);
     throw new InvalidRequestError((err as Error).message);
   }
-  if (audio.samples.length === 0) throw new InvalidRequestError('the audio is empty');
-  return { task, samples: audio.samples, seconds: audio.seconds, language, prompt: one('prompt') || undefined, format, words };
+  if (info.seconds === 0) throw new InvalidRequestError('the audio is empty');
+  if (info.seconds > MAX_AUDIO_SECONDS) throw new InvalidRequestError(`the audio is ${Math.round(info.seconds)} s long; one request transcribes at most ${MAX_AUDIO_SECONDS} s`);
+  const prompt = one('prompt')?.slice(-MAX_PROMPT_CHARS) || undefined;
+  return { task, wav: file, seconds: info.seconds, language, prompt, format };
 }

@@ -15,8 +15,6 @@ export interface TranscriptMeta {
   languageName: string;
   /** Seconds of audio. */
   seconds: number;
-  /** Word timestamps asked for (verbose_json, timestamp_granularities word). */
-  words: boolean;
 }
 
 /** A transcript in the response format asked for, as OpenAI's audio routes answer. */
@@ -39,7 +37,6 @@ export function renderTranscript(result: WhisperResult, format: ResponseFormat, 
           duration: round(m.seconds),
           text,
           segments: r.segments.map(segmentJson),
-          ...(m.words ? { words: wordsOf(r.segments) } : {}),
           usage: usage(m.seconds),
         },
       };
@@ -57,7 +54,7 @@ function withinAudio(r: WhisperResult, seconds: number): WhisperResult {
   const clamp = (t: number) => Math.min(seconds, Math.max(0, t));
   return {
     ...r,
-    segments: r.segments.map((s) => ({ ...s, start: clamp(s.start), end: clamp(s.end), tokens: s.tokens.map((t) => ({ ...t, start: clamp(t.start), end: clamp(t.end) })) })),
+    segments: r.segments.map((s) => ({ ...s, start: clamp(s.start), end: clamp(s.end) })),
   };
 }
 
@@ -83,26 +80,6 @@ function segmentJson(s: WhisperSegment, id: number): Record<string, unknown> {
     compression_ratio: bytes.length ? bytes.length / deflateSync(bytes).length : 0,
     no_speech_prob: s.noSpeechProb,
   };
-}
-
-/** Words from token timestamps: a token starting with a space (or a segment's first) starts a word. */
-function wordsOf(segments: WhisperSegment[]): Array<{ word: string; start: number; end: number }> {
-  const out: Array<{ word: string; start: number; end: number }> = [];
-  for (const s of segments) {
-    let cur: { word: string; start: number; end: number } | undefined;
-    for (const t of s.tokens) {
-      if (t.special) continue;
-      if (!cur || /^\s/.test(t.text)) {
-        if (cur && cur.word.trim()) out.push({ ...cur, word: cur.word.trim() });
-        cur = { word: t.text, start: round(t.start), end: round(t.end) };
-      } else {
-        cur.word += t.text;
-        cur.end = round(t.end);
-      }
-    }
-    if (cur && cur.word.trim()) out.push({ ...cur, word: cur.word.trim() });
-  }
-  return out;
 }
 
 /** hh:mm:ss,mmm (SRT) or hh:mm:ss.mmm (WebVTT). */
