@@ -118,7 +118,7 @@ describe('POST /v1/retrieve (the real server process, -index with -embed)', () =
     expect(srv.logs()).toMatch(/index\.bin cannot be read .*; it is built again/);
   });
 
-  it('shows named callers only the documents whose every label they hold', async () => {
+  it('shows callers only the documents whose every label they hold, on a server that names its callers', async () => {
     dir = documents();
     writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'hr/': ['hr'], 'pets.md': ['hr', 'pets'] }));
     const callers = join(mkdtempSync(join(tmpdir(), 'svc-callers-')), 'callers.json');
@@ -132,11 +132,13 @@ describe('POST /v1/retrieve (the real server process, -index with -embed)', () =
         ],
       }),
     );
-    srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-embed', encoder(), '-index', '-index-dir', dir, '-callers', callers, '-threads', '1']);
+    srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-embed', encoder(), '-index', '-index-dir', dir, '-callers', callers, '-api-key', 'admin-key', '-threads', '1']);
     const sources = async (key: string) => [...new Set(((await retrieve({ query: 'pay', top_k: 50 }, key)).json.data as Chunk[]).map((c) => c.source))].sort();
     expect(await sources('alice-key')).toEqual(['hr/pay.txt', 'trains.txt']);
     expect(await sources('bob-key')).toEqual(['trains.txt']);
     expect(await sources('carol-key')).toEqual(['hr/pay.txt', 'pets.md', 'trains.txt']);
+    // A bare -api-key names nobody and holds no labels: on a server with named callers it sees the unlabelled.
+    expect(await sources('admin-key')).toEqual(['trains.txt']);
     expect((await retrieve({ query: 'pay' })).status).toBe(401);
 
     // A labels file that cannot be read shows nothing rather than too much, until it is mended.

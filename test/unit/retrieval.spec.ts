@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chunkText } from '../../libs/retrieval/src/index/chunker';
@@ -43,8 +43,10 @@ describe('chunker', () => {
 });
 
 describe('document labels', () => {
-  it('gives a document the labels of its path, its folders and *', () => {
-    const l = DocumentLabels.of({ 'hr/': ['hr'], 'hr/pay/q3.md': ['secret'], '*': ['all'], './other.txt': ['x'] });
+  it('gives a document the labels of its path, its folders (with or without the slash) and *', () => {
+    const l = DocumentLabels.of({ 'hr/': ['hr'], 'hr/pay/q3.md': ['secret'], '*': ['all'], './other.txt': ['x'], finance: ['money'] });
+    expect(l.of('finance/q1.txt')).toEqual(['all', 'money']);
+    expect(l.of('finance.txt')).toEqual(['all']);
     expect(l.of('hr/pay/q3.md')).toEqual(['all', 'hr', 'secret']);
     expect(l.of('hr/people.txt')).toEqual(['all', 'hr']);
     expect(l.of('hrx/a.txt')).toEqual(['all']);
@@ -55,6 +57,7 @@ describe('document labels', () => {
     expect(() => DocumentLabels.of([])).toThrow('must be an object mapping paths or folders to arrays of labels');
     expect(() => DocumentLabels.of({ a: 'hr' })).toThrow('"a" must map to an array of labels');
     expect(() => DocumentLabels.of({ a: [''] })).toThrow('"a" must map to an array of labels');
+    expect(() => DocumentLabels.of({ 'hr/*.md': ['hr'] })).toThrow('"hr/*.md" is a pattern; keys are a document\'s path, a folder or "*"');
     const dir = mkdtempSync(join(tmpdir(), 'svc-labels-'));
     expect(DocumentLabels.read(dir).of('a')).toEqual([]);
     writeFileSync(join(dir, 'labels.json'), '{');
@@ -134,6 +137,31 @@ describe('document index refresh', () => {
     await again.refresh(other);
     expect(other.texts.sort()).toEqual(['aaaa', 'changed']);
     expect(warn).toHaveBeenCalledWith(expect.stringMatching(/built with enc-w1; every document is embedded again with enc-w2/));
+  });
+
+  it('never shows a document without its labels while a refresh runs beside a search', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    mkdirSync(join(dir, 'secret'));
+    writeFileSync(join(dir, 'secret', 'a.txt'), 'aaaa');
+    writeFileSync(join(dir, 'secret', 'b.txt'), 'bbbb');
+    writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'secret/': ['s'] }));
+    const idx = new DocumentIndex(dir, () => undefined);
+    const inner = counting();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const slow: IndexEmbedder = { identity: inner.identity, embed: async (t) => (++calls === 2 ? gate.then(() => inner.embed(t)) : inner.embed(t)) };
+    const refreshing = idx.refresh(slow);
+    while (calls < 2) await new Promise((r) => setImmediate(r));
+    // a.txt is in, b.txt is being embedded: a caller without "s" sees nothing of either.
+    expect(idx.search(Float32Array.from([1, 0]), (labels) => labels.length === 0, 10)).toEqual([]);
+    expect(idx.search(Float32Array.from([1, 0]), () => true, 10).map((h) => [h.source, h.labels])).toEqual([['secret/a.txt', ['s']]]);
+    release();
+    await refreshing;
+    // Labels changed: they hold on every document from the start of the next refresh.
+    writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'secret/': ['t'] }));
+    await idx.refresh(inner);
+    expect(idx.search(Float32Array.from([1, 0]), () => true, 10).map((h) => h.labels)).toEqual([['t'], ['t']]);
   });
 
   it('searches by dot product, best first, through the visibility filter', async () => {

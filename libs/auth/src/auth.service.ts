@@ -37,6 +37,12 @@ export class AuthService {
   readonly cfg: AuthConfig;
   /** True once any credential source exists (keys, callers file, directory, client CA). */
   readonly required: boolean;
+  /**
+   * Callers have names (a callers file, directory sign-in, client certificates): what belongs to
+   * one caller or is cleared for some (contexts, labelled documents) is kept apart. A bare
+   * -api-key alone names nobody.
+   */
+  readonly namesCallers: boolean;
   private readonly ring = new KeyRing<Caller>();
   private readonly profiles = new Map<string, CallerEntry>();
   private readonly oidc?: OidcVerifier;
@@ -55,6 +61,7 @@ export class AuthService {
     }
     if (this.cfg.oidc) this.oidc = new OidcVerifier(this.cfg.oidc);
     this.required = this.ring.size > 0 || !!this.cfg.callersFile || !!this.cfg.oidc || !!this.cfg.tlsClientCa;
+    this.namesCallers = !!this.cfg.callersFile || !!this.cfg.oidc || !!this.cfg.tlsClientCa;
     if (this.cfg.classification.enabled && !this.required) {
       this.log.warn('-classification without a credential source: every caller is anonymous and holds no clearance');
     }

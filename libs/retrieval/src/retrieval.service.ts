@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { resolve } from 'node:path';
 import { ServerConfig, SERVER_CONFIG } from '../../../apps/server/src/config/server-config';
 import type { Caller } from '../../auth/src/caller';
+import { AuthService } from '../../auth/src/auth.service';
 import { EngineError, InvalidRequestError } from '../../engine/src/core/errors';
 import { EmbeddingService } from '../../engine/src/embeddings/embedding.service';
 import { EncoderPool } from '../../engine/src/embeddings/encoder-pool';
@@ -54,7 +55,8 @@ export class RetrievalService implements OnApplicationBootstrap {
 
   constructor(
     @Inject(SERVER_CONFIG) config: ServerConfig,
-    @Inject(EncoderPool) encoders: EncoderPool,
+    @Inject(EncoderPool) private readonly encoders: EncoderPool,
+    @Inject(AuthService) private readonly auth: AuthService,
     @Inject(EmbeddingService) private readonly embeddings: EmbeddingService,
     @Inject(RerankService) private readonly reranker: RerankService,
   ) {
@@ -80,9 +82,14 @@ export class RetrievalService implements OnApplicationBootstrap {
 
   async retrieve(q: RetrieveQuery): Promise<RetrieveResult> {
     if (!this.index) throw new InvalidRequestError('retrieval is off: start the server with -index and -embed <encoder>');
+    // A rerank without a reranker is refused whatever the index holds (not only when it finds something).
+    if (q.rerank) await this.encoders.acquire('', 'rank');
     await this.current();
     const emb = await this.embeddings.embed({ model: '', inputs: [q.query], truncate: true, signal: q.signal });
-    const visible = q.caller.anonymous ? () => true : (labels: string[]) => labels.every((l) => q.caller.labels.includes(l));
+    // On a server that names its callers every caller sees what its labels allow (a bare -api-key
+    // caller holds none); a server that names nobody has no one to keep documents from.
+    const held = q.caller.labels;
+    const visible = this.auth.namesCallers ? (labels: string[]) => labels.every((l) => held.includes(l)) : () => true;
     if (!q.rerank) {
       const hits = this.index.search(emb.vectors[0], visible, q.topK);
       return { model: emb.model, indexModel: this.index.model ?? emb.model, chunks: hits.map((h) => ({ ...h, rerankScore: null })) };

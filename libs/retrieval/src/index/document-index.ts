@@ -64,6 +64,7 @@ export class DocumentIndex {
       const stored = readIndexFile(join(this.dir, INDEX_FILE));
       if (!stored) return;
       this.encoder = stored.encoder;
+      // Unlabelled until the first refresh reads labels.json, which comes before any search.
       for (const d of stored.documents) this.docs.set(d.source, { ...d, labels: [] });
     } catch (err) {
       this.warn(`index: ${join(this.dir, INDEX_FILE)} cannot be read (${(err as Error).message}); it is built again`);
@@ -73,6 +74,9 @@ export class DocumentIndex {
   async refresh(embedder: IndexEmbedder): Promise<void> {
     // First: a malformed labels file stops the refresh before anything is served with wrong labels.
     const labels = DocumentLabels.read(this.dir);
+    // Labels first, on every document, before anything is awaited: a search running beside this
+    // refresh must never see a document without the labels it has now.
+    for (const d of this.docs.values()) d.labels = labels.of(d.source);
     const enc = await embedder.identity();
     let changed = false;
     if (!this.encoder || this.encoder.hash !== enc.hash || this.encoder.dims !== enc.dims) {
@@ -104,7 +108,7 @@ export class DocumentIndex {
           const batch = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.text));
           batch.forEach((v, k) => vectors.set(v, (i + k) * enc.dims));
         }
-        this.docs.set(st.source, { source: st.source, size: st.size, mtimeMs: st.mtimeMs, sha256, chunks, vectors, labels: [] });
+        this.docs.set(st.source, { source: st.source, size: st.size, mtimeMs: st.mtimeMs, sha256, chunks, vectors, labels: labels.of(st.source) });
       }
       for (const source of [...this.docs.keys()]) {
         if (!seen.has(source)) changed = this.docs.delete(source) || changed;
@@ -113,7 +117,6 @@ export class DocumentIndex {
       // What was embedded before a failure is kept: the next refresh goes on from there.
       if (changed) this.persist();
     }
-    for (const d of this.docs.values()) d.labels = labels.of(d.source);
   }
 
   /** The n chunks most similar to `query` among the documents `visible` lets through, best first. */

@@ -4,7 +4,7 @@ import { LABELS_FILE } from './document-files';
 
 /**
  * Which labels each document carries, from `labels.json` beside the documents:
- * an object whose keys are a document's path, a folder (ending in '/') or '*'
+ * an object whose keys are a document's path, a folder ("hr/" or "hr") or '*'
  * (every document), each mapped to an array of labels. A document carries the
  * labels of every key that names it. No file: no document has labels.
  */
@@ -40,6 +40,8 @@ export class DocumentLabels {
       if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string' && l.trim() !== '')) {
         throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} must map to an array of labels (non-empty strings)`);
       }
+      // A pattern would read as a path naming nothing, and label nothing: refused rather than open.
+      if (key !== '*' && /[*?[\]{}]/.test(key)) throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} is a pattern; keys are a document's path, a folder or "*"`);
       rules.push([key.replace(/^\.?\/+/, ''), labels as string[]]);
     }
     return new DocumentLabels(rules);
@@ -49,7 +51,9 @@ export class DocumentLabels {
   of(source: string): string[] {
     const out = new Set<string>();
     for (const [key, labels] of this.rules) {
-      if (key === '*' || key === source || (key.endsWith('/') && source.startsWith(key))) for (const l of labels) out.add(l);
+      // A folder may be written with or without its trailing '/'.
+      const folder = key.endsWith('/') ? key : `${key}/`;
+      if (key === '*' || key === source || source.startsWith(folder)) for (const l of labels) out.add(l);
     }
     return [...out].sort();
   }
