@@ -180,7 +180,17 @@ describe('POST /v1/systemone (the real server process)', () => {
     expect(asString.json.answers.anger.score).toBeCloseTo(asObject.json.answers.anger.score, 6);
   });
 
-  it('refuses bad bodies with the service error shape before touching a model', async () => {
+  it('takes names and keys that name Object.prototype members (constructor, toString) as any other', async () => {
+    const r = await decide({
+      state: JSON.parse('{"constructor":"Bob","toString":"x"}'),
+      questions: JSON.parse('{"constructor":{"type":"choice","instructions":"Which?","criteria":{"constructor":null,"valueOf":"the other"}},"toString":{"type":"noul","instructions":"ok?"}}'),
+    });
+    expect(r.status).toBe(200);
+    expect(Object.keys(r.json.answers)).toEqual(['constructor', 'toString']);
+    expect(Object.keys(r.json.answers.constructor.probabilities)).toEqual(['constructor', 'valueOf']);
+  });
+
+  it('refuses bad bodies in the local runner\'s error shape before touching a model', async () => {
     const q = { a: { type: 'noul', instructions: 'x?' } };
     const cases: Array<[unknown, string]> = [
       [{ questions: q }, 'state is required'],
@@ -196,6 +206,8 @@ describe('POST /v1/systemone (the real server process)', () => {
       [{ state: 'x', questions: { a: { type: 'rank', instructions: 'x' } } }, 'question "a": type must be one of choice, noul, score'],
       [{ state: 'x', questions: { a: { type: 'noul' } } }, 'question "a": instructions is required'],
       [{ state: 'x', questions: { a: { type: 'noul', instructions: 3 } } }, 'question "a": instructions must be a string, an object or an array'],
+      [{ state: 'x', questions: { a: { type: 'noul', instructions: {} } } }, 'question "a": instructions is empty'],
+      [{ state: 'x', questions: { a: { type: 'noul', instructions: [] } } }, 'question "a": instructions is empty'],
       [{ state: 'x', questions: { a: { type: 'choice', instructions: 'x', criteria: { only: null } } } }, 'question "a": criteria must name 2 to 26 options, not 1'],
       [{ state: 'x', questions: { a: { type: 'choice', instructions: 'x', criteria: ['a', 'b'] } } }, 'question "a": a choice\'s criteria must be an object mapping each option to a description (or null)'],
       [{ state: 'x', questions: { a: { type: 'choice', instructions: 'x', criteria: { a: 1, b: null } } } }, 'question "a": the description of option "a" must be a string or null'],
@@ -207,8 +219,8 @@ describe('POST /v1/systemone (the real server process)', () => {
     ];
     for (const [body, message] of cases) {
       const r = await decide(body);
-      expect({ body, status: r.status, error: r.json.error?.message }).toEqual({ body, status: body && (body as { model?: string }).model ? 404 : 400, error: expect.stringContaining(message) });
-      expect(r.json.error.type).toBeDefined();
+      // The decision route's errors are the local runner's: { error: "<message>" }.
+      expect({ body, status: r.status, error: r.json.error }).toEqual({ body, status: body && (body as { model?: string }).model ? 404 : 400, error: expect.stringContaining(message) });
     }
   });
 });
@@ -223,12 +235,12 @@ describe('POST /v1/systemone limits', () => {
     srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1']);
     const plain = await postJson(`${srv.url}/v1/systemone`, { state: 'x', questions: { a: { type: 'noul', instructions: 'ok?' } } });
     expect(plain.status).toBe(400);
-    expect(plain.json.error.message).toBe('stories260K has no chat template: decisions need a chat model');
+    expect(plain.json).toEqual({ error: 'stories260K has no chat template: decisions need a chat model' });
     await srv.stop();
 
     srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-threads', '1', '-ctx-size', '256']);
     const long = await postJson(`${srv.url}/v1/systemone`, { state: 'word '.repeat(400), questions: { short: { type: 'noul', instructions: 'ok?' } } });
     expect(long.status).toBe(400);
-    expect(long.json.error.message).toMatch(/^question "short" is \d+ tokens; qwen2-tiny-\S+ holds 256 positions per request$/);
+    expect(long.json.error).toMatch(/^question "short" is \d+ tokens; qwen2-tiny-\S+ holds 256 positions per request$/);
   });
 });

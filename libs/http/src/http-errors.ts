@@ -36,9 +36,12 @@ export function statusText(status: number): string {
   return STATUS_CODES[status] ?? 'Error';
 }
 
-/** The error body of a route: the local-runner dialect uses a plain string. */
+/**
+ * The error body of a route: the local-runner dialect uses a plain string, and so does the
+ * decision route (the spec: its error bodies are the local-runner's own dialect).
+ */
 export function errorBody(path: string, status: number, message: string): unknown {
-  if (isLocalRunnerPath(path)) return { error: message };
+  if (isLocalRunnerPath(path) || path === '/v1/systemone') return { error: message };
   return { error: { message, type: statusText(status) } };
 }
 

@@ -55,7 +55,10 @@ function instructionsText(where: string, v: unknown): string {
     if (v.trim() === '') throw new InvalidRequestError(`${where}: instructions is empty`);
     return v;
   }
-  if (typeof v === 'object') return JSON.stringify(v, null, 2);
+  if (typeof v === 'object') {
+    if (Array.isArray(v) ? v.length === 0 : Object.keys(v).length === 0) throw new InvalidRequestError(`${where}: instructions is empty`);
+    return JSON.stringify(v, null, 2);
+  }
   throw new InvalidRequestError(`${where}: instructions must be a string, an object or an array`);
 }
 

@@ -28,8 +28,9 @@ export class SystemOneService {
       signal: scope.signal,
       prompts: questions.map((q) => ({ label: q.name, messages: decisionMessages(state, q), options: q.options.map((o) => o.letter) })),
     });
+    // Own properties whatever the name (a question may be called "__proto__").
     const answers: Record<string, Answer> = {};
-    questions.forEach((q, i) => (answers[q.name] = answerOf(q, r.probabilities[i])));
+    questions.forEach((q, i) => Object.defineProperty(answers, q.name, { value: answerOf(q, r.probabilities[i]), enumerable: true, writable: true, configurable: true }));
     const input = r.promptTokens.reduce((s, n) => s + n, 0);
     return { body: { model: r.modelName, answers, usage: { input_tokens: input, output_tokens: 0 } }, evaluatedTokens: r.evaluatedTokens };
   }
