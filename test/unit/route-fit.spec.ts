@@ -64,3 +64,11 @@ describe('route: reading the request', () => {
     expect(refused({ messages: [{ role: 'user', content: '' }] })).toBe('messages hold no text');
   });
 });
+
+describe('route input length', () => {
+  it('counts characters as code points: 3001 emoji are 3001 characters, not 6002', () => {
+    const emoji = '😀'.repeat(3001);
+    expect(routeInput({ text: emoji } as never).chars).toBe(3001);
+    expect(routeInput({ messages: [{ role: 'user', content: emoji }, { role: 'user', content: 'ab' }] } as never).chars).toBe(3003);
+  });
+});

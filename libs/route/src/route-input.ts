@@ -27,7 +27,7 @@ export function routeInput(dto: RouteRequestDto): RouteInput {
   if (hasText) {
     const text = dto.text!;
     if (text.trim() === '') throw new InvalidRequestError('text is empty');
-    return { text, chars: text.length, messages: 1, pictures: asked };
+    return { text, chars: characters(text), messages: 1, pictures: asked };
   }
   const msgs = dto.messages!;
   checkMessages(msgs as Array<{ role?: unknown }>);
@@ -39,7 +39,7 @@ export function routeInput(dto: RouteRequestDto): RouteInput {
   const at = lastUser ?? lastAny;
   // A picture alone is routed by its attachment; nothing at all cannot be classified.
   if (at === undefined && Math.max(asked, pictures) === 0) throw new InvalidRequestError('messages hold no text');
-  return { text: at === undefined ? '' : texts[at], chars: texts.reduce((n, t) => n + t.length, 0), messages: msgs.length, pictures: Math.max(asked, pictures) };
+  return { text: at === undefined ? '' : texts[at], chars: texts.reduce((n, t) => n + characters(t), 0), messages: msgs.length, pictures: Math.max(asked, pictures) };
 }
 
 /** A message's text (its text parts joined by newlines) and its pictures (parts, or the local runner's `images`). */
@@ -60,4 +60,11 @@ function messageParts(m: Record<string, unknown>, i: number): { text: string; pi
     // Other parts (audio, video, files) are neither text nor a picture: they do not steer the route.
   });
   return { text: texts.join('\n'), pictures };
+}
+
+/** Characters as a reader counts them (code points): an emoji is one, not two UTF-16 units. */
+function characters(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
 }

@@ -1,4 +1,4 @@
-import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Min } from 'class-validator';
+import { Max, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Min } from 'class-validator';
 
 export const PREFERENCES = ['local', 'best', 'cheap'] as const;
 export type Preference = (typeof PREFERENCES)[number];
@@ -8,7 +8,8 @@ export class RouteRequestDto {
   @IsOptional() @IsArray() messages?: Array<Record<string, unknown>>;
   @IsOptional() @IsString() text?: string;
   /** Pictures attached beside the text. */
-  @IsOptional() @IsInt() @Min(0) images?: number;
+  // A bound that no conversation reaches: past it the token estimate lost its precision.
+  @IsOptional() @IsInt() @Min(0) @Max(10000) images?: number;
   @IsOptional() @IsBoolean() has_image?: boolean;
   @IsOptional() @IsIn(PREFERENCES) prefer?: Preference;
 }
