@@ -68,12 +68,13 @@ function wav(seconds) {
 }
 
 function runCli(model, file, threads) {
-  const r = spawnSync(CLI, ['-m', model, '-f', file, '-t', String(threads), '-l', 'en', '-bs', '1', '-bo', '1', '-tp', '0', '-nf'], { encoding: 'utf8' });
+  const out = path.join(path.dirname(file), 'cli');
+  const r = spawnSync(CLI, ['-m', model, '-f', file, '-t', String(threads), '-l', 'en', '-bs', '1', '-bo', '1', '-tp', '0', '-nf', '-oj', '-of', out], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`whisper-cli failed: ${r.stderr.slice(-500)}`);
   const ms = (label) => Number(new RegExp(`${label}\\s*=\\s*([\\d.]+) ms`).exec(r.stderr)?.[1] ?? NaN);
-  // Lines are "[00:00:00.000 --> 00:00:05.000]  text": the text, joined as the segments are.
-  const text = r.stdout.split('\n').map((l) => /^\[[^\]]*\]  ?(.*)$/.exec(l)?.[1] ?? '').join(' ');
-  return { text: text.replace(/\s+/g, ' ').trim(), ms: ms('total time') - ms('load time') };
+  // Its JSON output, not its console lines: a segment's text may hold a newline.
+  const segments = JSON.parse(fs.readFileSync(`${out}.json`, 'utf8')).transcription;
+  return { text: segments.map((x) => x.text).join('').replace(/\s+/g, ' ').trim(), ms: ms('total time') - ms('load time') };
 }
 
 async function main() {
