@@ -5,6 +5,7 @@ import { send } from './helpers/auth';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { RunningServer, startServer } from './helpers/server';
 import { bootStudio } from './helpers/studio-dom';
+import { eventuallyGone, gone } from './helpers/processes';
 
 jest.setTimeout(120_000);
 
@@ -12,24 +13,6 @@ const EXEC_OFF = 'the server serves the studio without -studio-exec';
 const MISDIRECTED = { error: { message: 'Studio answers this machine only', type: 'Misdirected Request' } };
 const FOREIGN = 'origin not permitted; a web page at https://evil.example may not call this server';
 
-/** True once the process is gone (or a zombie: it runs nothing). */
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
-async function eventuallyGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 60 && !gone(pid); i++) await new Promise((r) => setTimeout(r, 50));
-  return gone(pid);
-}
 
 const start = (args: string[], env?: Record<string, string>) => startServer(['-m', fixtureModel(STORIES), '-threads', '1', ...args], { env });
 

@@ -4,37 +4,20 @@
  * cases through the real server.
  */
 import { HttpException, Logger } from '@nestjs/common';
-import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidRequestError } from '../../libs/engine/src/core/errors';
 import { commandEnv, runCommand } from '../../libs/studio/src/exec/command-runner';
 import { StudioModule } from '../../libs/studio/src/studio.module';
 import { checkExecAllowed, DEFAULT_TIMEOUT_MS, EXEC_OFF_MESSAGE, execRequest, ExecRequest, MAX_COMMAND_CHARS } from '../../libs/studio/src/exec/exec-request';
+import { eventuallyGone, gone } from '../e2e/helpers/processes';
 
 jest.setTimeout(20_000);
 
 const base = realpathSync(tmpdir());
 const req = (command: string, o: Partial<ExecRequest> = {}): ExecRequest => ({ command, cwd: base, timeoutMs: 10_000, ...o });
 
-/** True once the process is gone (or a zombie nobody reaped yet: it runs nothing). */
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
-async function eventuallyGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 40 && !gone(pid); i++) await new Promise((r) => setTimeout(r, 50));
-  return gone(pid);
-}
 
 describe('execRequest: the body of POST /studio/exec', () => {
   const bad = (body: unknown, message: string | RegExp) => {
