@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../libs/store/src/atomic-file';
+import { writeFileAtomic, writeFileAtomicAsync } from '../../libs/store/src/atomic-file';
 
 describe('writeFileAtomic', () => {
   it('replaces the file whole and leaves no temp file', () => {
@@ -19,5 +19,18 @@ describe('writeFileAtomic', () => {
     mkdirSync(join(path, 'inside'), { recursive: true });
     expect(() => writeFileAtomic(path, Buffer.alloc(4096))).toThrow();
     expect(readdirSync(dir)).toEqual(['taken']);
+  });
+});
+
+describe('writeFileAtomicAsync', () => {
+  it('replaces the file whole, and a write that fails leaves no temp file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-atomic-'));
+    const path = join(dir, 'index.bin');
+    writeFileSync(path, 'old');
+    await writeFileAtomicAsync(path, Buffer.from('new'));
+    expect([readFileSync(path, 'utf8'), readdirSync(dir)]).toEqual(['new', ['index.bin']]);
+    mkdirSync(join(dir, 'taken', 'inside'), { recursive: true });
+    await expect(writeFileAtomicAsync(join(dir, 'taken'), Buffer.alloc(4096))).rejects.toThrow();
+    expect(readdirSync(dir).sort()).toEqual(['index.bin', 'taken']);
   });
 });

@@ -76,14 +76,14 @@ describe('index file', () => {
     ],
   };
 
-  it('reads back what it wrote, vectors included', () => {
-    writeIndexFile(path, index);
+  it('reads back what it wrote, vectors included', async () => {
+    await writeIndexFile(path, index);
     expect(readIndexFile(path)).toEqual(index);
     expect(readIndexFile(join(dir, 'none.bin'))).toBeUndefined();
   });
 
-  it('refuses damage: a foreign file, a cut one, extra bytes', () => {
-    writeIndexFile(path, index);
+  it('refuses damage: a foreign file, a cut one, extra bytes', async () => {
+    await writeIndexFile(path, index);
     const good = readFileSync(path);
     writeFileSync(path, 'hello');
     expect(() => readIndexFile(path)).toThrow('not an svc index file');

@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 
@@ -27,6 +28,30 @@ export function writeFileAtomic(path: string, data: string | Buffer): void {
     renameSync(tmp, path);
   } catch (err) {
     rmSync(tmp, { force: true });
+    throw err;
+  }
+  fsyncDir(dir);
+}
+
+/**
+ * writeFileAtomic off the event loop, for large files written while requests are served (the
+ * retrieval index): the same steps (temp file, fsync, rename, directory fsync), awaited.
+ */
+export async function writeFileAtomicAsync(path: string, data: Buffer): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true });
+  const tmp = join(dir, `.tmp-${basename(path)}-${randomBytes(6).toString('hex')}`);
+  try {
+    const fh = await open(tmp, 'w', 0o644);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
     throw err;
   }
   fsyncDir(dir);

@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 
 /** A document file as a scan sees it: its path under the index folder (with '/'), size and mtime. */
@@ -22,12 +22,13 @@ export const LABELS_FILE = 'labels.json';
  * leading '.', svc's own `.svc-index` among them) and symbolic links are
  * skipped: a link could make the index serve a file from outside the folder.
  */
-export function scanDocuments(dir: string, warn: (msg: string) => void): DocumentStat[] {
+export async function scanDocuments(dir: string, warn: (msg: string) => void): Promise<DocumentStat[]> {
   const out: DocumentStat[] = [];
-  const walk = (rel: string) => {
+  // Off the event loop: a large folder's walk and reads would stall every request meanwhile.
+  const walk = async (rel: string) => {
     let names: string[];
     try {
-      names = readdirSync(join(dir, rel));
+      names = await readdir(join(dir, rel));
     } catch (err) {
       // The folder itself missing is an empty index; a subfolder that vanished mid-scan is skipped.
       if (rel !== '' || (err as NodeJS.ErrnoException).code !== 'ENOENT') warn(`index: cannot read ${rel || dir}: ${(err as Error).message}`);
@@ -39,26 +40,26 @@ export function scanDocuments(dir: string, warn: (msg: string) => void): Documen
       if (source === LABELS_FILE) continue;
       let st;
       try {
-        st = lstatSync(join(dir, source));
+        st = await lstat(join(dir, source));
       } catch {
         continue;
       }
-      if (st.isDirectory()) walk(source);
+      if (st.isDirectory()) await walk(source);
       else if (st.isFile() && TEXT_EXTENSIONS.has(extname(name).toLowerCase())) {
         if (st.size > MAX_DOCUMENT_BYTES) warn(`index: ${source} is ${st.size} bytes; documents over ${MAX_DOCUMENT_BYTES} are skipped`);
         else out.push({ source, size: st.size, mtimeMs: st.mtimeMs });
       }
     }
   };
-  walk('');
+  await walk('');
   return out;
 }
 
 /** A document's text, or undefined (with a warning) when it is not UTF-8 text. */
-export function readDocument(dir: string, source: string, warn: (msg: string) => void): { text: string; bytes: Buffer } | undefined {
+export async function readDocument(dir: string, source: string, warn: (msg: string) => void): Promise<{ text: string; bytes: Buffer } | undefined> {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(join(dir, source));
+    bytes = await readFile(join(dir, source));
   } catch (err) {
     warn(`index: cannot read ${source}: ${(err as Error).message}`);
     return undefined;

@@ -87,11 +87,11 @@ export class DocumentIndex {
     }
     const seen = new Set<string>();
     try {
-      for (const st of scanDocuments(this.dir, this.warn)) {
+      for (const st of await scanDocuments(this.dir, this.warn)) {
         seen.add(st.source);
         const old = this.docs.get(st.source);
         if (old && old.size === st.size && old.mtimeMs === st.mtimeMs) continue;
-        const doc = readDocument(this.dir, st.source, this.warn);
+        const doc = await readDocument(this.dir, st.source, this.warn);
         if (!doc) {
           changed = this.docs.delete(st.source) || changed;
           continue;
@@ -115,7 +115,7 @@ export class DocumentIndex {
       }
     } finally {
       // What was embedded before a failure is kept: the next refresh goes on from there.
-      if (changed) this.persist();
+      if (changed) await this.persist();
     }
   }
 
@@ -139,11 +139,11 @@ export class DocumentIndex {
     return best;
   }
 
-  private persist(): void {
+  private async persist(): Promise<void> {
     if (!this.encoder) return;
     const documents = [...this.docs.values()].sort((a, b) => (a.source < b.source ? -1 : 1));
     try {
-      writeIndexFile(join(this.dir, INDEX_FILE), { encoder: this.encoder, documents });
+      await writeIndexFile(join(this.dir, INDEX_FILE), { encoder: this.encoder, documents });
     } catch (err) {
       // The index still answers from memory; it is written again after the next change.
       this.warn(`index: cannot write ${join(this.dir, INDEX_FILE)}: ${(err as Error).message}`);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { writeFileAtomic } from '../../../store/src/atomic-file';
+import { writeFileAtomicAsync } from '../../../store/src/atomic-file';
 import { Chunk } from './chunker';
 
 /** The encoder an index's vectors came from: a vector is only comparable with one from the same weights. */
@@ -35,7 +35,7 @@ const VERSION = 1;
  * encoder, documents and their chunks), padding to 4 bytes, then every vector
  * as little-endian f32, documents in header order.
  */
-export function writeIndexFile(path: string, index: StoredIndex): void {
+export async function writeIndexFile(path: string, index: StoredIndex): Promise<void> {
   const header = Buffer.from(
     JSON.stringify({
       version: VERSION,
@@ -52,12 +52,11 @@ export function writeIndexFile(path: string, index: StoredIndex): void {
   header.copy(buf, MAGIC.length + 4);
   let off = headEnd + pad;
   for (const d of index.documents) {
-    for (const x of d.vectors) {
-      buf.writeFloatLE(x, off);
-      off += 4;
-    }
+    // Little-endian f32, as the machines this runs on hold them: one copy per document.
+    Buffer.from(d.vectors.buffer, d.vectors.byteOffset, d.vectors.byteLength).copy(buf, off);
+    off += d.vectors.byteLength;
   }
-  writeFileAtomic(path, buf);
+  await writeFileAtomicAsync(path, buf);
 }
 
 /** The index a file holds; undefined when there is none. A damaged file throws (the caller rebuilds). */
