@@ -1,7 +1,4 @@
-/**
- * Every startup flag. Spec flags whose features arrive with later work are
- * accepted now (and documented as such in the README) so scripts never break.
- */
+/** Every startup flag: the spec's, and svc's own (tuning, auth, paths). */
 export type FlagKind = 'string' | 'bool' | 'int' | 'list';
 
 export interface FlagDef {
@@ -41,7 +38,7 @@ export const FLAGS: FlagDef[] = [
   { name: 'keep-alive', kind: 'string', help: 'how long a model stays loaded after a local-runner request that sends no keep_alive (or a /v1 request that loaded it), e.g. 30m; -1 = forever, 0 = unload at once (default 5m)', env: 'SVC_KEEP_ALIVE' },
   { name: 'log-level', kind: 'string', help: 'error, warn, log, debug (default log)', env: 'SVC_LOG_LEVEL' },
   { name: 'lexicon', kind: 'string', help: 'word list (one word a line) for svc_lexicon and svc_lexicon_strict' },
-  // Spec flags (features of later modules; accepted and validated now).
+  // The spec's feature flags.
   { name: 'embed', kind: 'string', help: 'encoder for /v1/embeddings, /api/embed and /api/embeddings (GGUF path or store name)' },
   { name: 'whisper', kind: 'bool', help: 'enable speech-to-text routes (/v1/audio/transcriptions, /v1/audio/translations) with -whisper-model' },
   { name: 'whisper-model', kind: 'string', help: 'the whisper.cpp model (ggml .bin) -whisper serves (default ~/.svc/whisper/ggml-base.bin)', env: 'SVC_WHISPER_MODEL' },

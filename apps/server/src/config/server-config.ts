@@ -27,7 +27,7 @@ export interface ServerConfig {
   tlsKey?: string;
   /** Authentication, markings, origins and client certificates (libs/auth). */
   auth: AuthConfig;
-  /** Flags accepted now whose features come with later modules. */
+  /** The spec's feature flags (and the paths they read). */
   features: {
     embed?: string;
     whisper: boolean;
