@@ -55,6 +55,13 @@ function wav(seconds: number, opts: { rate?: number; channels?: number; seed?: n
   return Buffer.concat([Buffer.from('RIFF', 'latin1'), Buffer.from(Uint32Array.of(riff.length).buffer), riff]);
 }
 
+/** The WAV with its fmt chunk's body edited (it starts at byte 20 in wav()'s files). */
+function withFmt(file: Buffer, edit: (fmt: Buffer) => void): Buffer {
+  const copy = Buffer.from(file);
+  edit(copy.subarray(20, 36));
+  return copy;
+}
+
 interface CliSegment {
   offsets: { from: number; to: number };
   text: string;
@@ -155,9 +162,11 @@ describe('speech-to-text (-whisper, the real server process)', () => {
       audio,
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
-    const r = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
-    expect(r.status).toBe(200);
-    expect(typeof ((await r.json()) as { text: string }).text).toBe('string');
+    for (const type of [`multipart/form-data; boundary=${boundary}`, `Multipart/Form-Data; Boundary="${boundary}"`]) {
+      const r = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', headers: { 'content-type': type }, body });
+      expect({ type, status: r.status }).toEqual({ type, status: 200 });
+      expect(typeof ((await r.json()) as { text: string }).text).toBe('string');
+    }
     // whisper.cpp refuses input shorter than its FFT window: a blip is padded with silence.
     const blip = await client.audio.transcriptions.create({ file: await toFile(wav(0.0001), 'b.wav'), model: 'whisper-1', response_format: 'verbose_json' });
     expect(blip.duration).toBe(0);
@@ -196,6 +205,8 @@ describe('speech-to-text (-whisper, the real server process)', () => {
       [form({ 'timestamp_granularities[]': 'segment' }, wav(1)), 400, 'timestamp_granularities needs response_format verbose_json'],
       [form({}, wav(0)), 400, 'the audio is empty'],
       [form({}, wav(3601, { rate: 1000, bits: 8 })), 400, 'the audio is 3601 s long; one request transcribes at most 3600 s'],
+      [form({}, withFmt(wav(1), (f) => f.writeUInt16LE(255, 2))), 400, 'a WAV file of 255 channels is not audio this server reads (at most 254)'],
+      [form({}, withFmt(wav(1), (f) => f.writeUInt16LE(0, 12))), 400, 'the WAV fmt chunk says each frame is 0 bytes (block align 0)'],
     ];
     for (const [f, status, message] of cases) {
       const r = await post(f);

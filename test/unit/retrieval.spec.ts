@@ -58,6 +58,9 @@ describe('document labels', () => {
     expect(() => DocumentLabels.of({ a: 'hr' })).toThrow('"a" must map to an array of labels');
     expect(() => DocumentLabels.of({ a: [''] })).toThrow('"a" must map to an array of labels');
     expect(() => DocumentLabels.of({ 'hr/*.md': ['hr'] })).toThrow('"hr/*.md" is a pattern; keys are a document\'s path, a folder or "*"');
+    // A real file whose name holds such characters is a path, not a pattern.
+    expect(DocumentLabels.of({ 'reports/Q3 [draft].md': ['x'] }, (k) => k === 'reports/Q3 [draft].md').of('reports/Q3 [draft].md')).toEqual(['x']);
+    expect(DocumentLabels.of({ './': ['all'] }).of('any/file.txt')).toEqual(['all']);
     const dir = mkdtempSync(join(tmpdir(), 'svc-labels-'));
     expect(DocumentLabels.read(dir).of('a')).toEqual([]);
     writeFileSync(join(dir, 'labels.json'), '{');

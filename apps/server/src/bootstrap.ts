@@ -20,7 +20,7 @@ import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
 import { LEXICON } from '../../../libs/engine/src/engine.service';
 import { ModelCatalog } from '../../../libs/store/src/catalog';
 import { snapshotBodyLimit } from '../../../libs/contexts/src/contexts.service';
-import { AUDIO_BODY_LIMIT } from '../../../libs/speech/src/audio/audio-request';
+import { AUDIO_BODY_LIMIT } from '../../../libs/speech/src/audio/limits';
 import { BODY_LIMIT, ServerConfig } from './config/server-config';
 
 const LEVELS: Record<ServerConfig['logLevel'], LogLevel[]> = {

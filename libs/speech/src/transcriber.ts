@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { basename } from 'node:path';
 import { ServerConfig, SERVER_CONFIG } from '../../../apps/server/src/config/server-config';
 import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../../engine/src/core/errors';
+import { MAX_AUDIO_SECONDS } from './audio/limits';
 import { loadWhisperAddon, WhisperAddon, WhisperModel, WhisperOptions, WhisperResult } from './whisper-addon';
 
 /** Transcriptions waiting beyond the one running before 429. */
@@ -80,13 +81,16 @@ export class Transcriber implements OnApplicationShutdown {
 
   private async run(model: WhisperModel, audio: Float32Array | Uint8Array, opts: WhisperOptions, signal?: AbortSignal): Promise<WhisperResult> {
     if (signal?.aborted) throw new ClientGoneError();
-    const job = model.transcribe(audio, { threads: this.config.engine.threads, ...opts });
+    const job = model.transcribe(audio, { threads: this.config.engine.threads, maxSeconds: MAX_AUDIO_SECONDS, ...opts });
     const cancel = () => job.cancel();
     signal?.addEventListener('abort', cancel, { once: true });
     try {
       return await job.promise;
     } catch (err) {
       if (signal?.aborted) throw new ClientGoneError();
+      // The addon's decoder refused the samples behind a header that looked right: the request's fault.
+      const m = /^bad audio: (.*)$/s.exec((err as Error).message);
+      if (m) throw new InvalidRequestError(m[1]);
       throw err;
     } finally {
       signal?.removeEventListener('abort', cancel);

@@ -44,13 +44,16 @@ export interface WhisperOptions {
   /** Text the decoder is primed with (spelling, vocabulary, the previous part). */
   prompt?: string;
   threads?: number;
+  /** WAV bytes decoding to more than this many seconds are refused ("bad audio: ..."), before their samples are allocated. */
+  maxSeconds?: number;
 }
 
 export interface WhisperModel {
   readonly info: { type: string; multilingual: boolean; nVocab: number; nMels: number; nAudioLayer: number; nTextLayer: number; nAudioState: number };
   /**
    * 16 kHz mono samples in [-1, 1], or a WAV file's bytes (decoded and resampled on the worker
-   * thread, as whisper-cli does). cancel() makes the promise reject with "cancelled" at the next check.
+   * thread, as whisper-cli does; bytes it cannot decode reject with "bad audio: <why>"). cancel()
+   * makes the promise reject with "cancelled" at the next check.
    */
   transcribe(audio: Float32Array | Uint8Array, opts: WhisperOptions): { promise: Promise<WhisperResult>; cancel(): void };
   /** Frees the model once a transcription in flight is done. */

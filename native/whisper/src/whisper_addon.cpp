@@ -3,7 +3,7 @@
 // time per model (libs/speech), so the state is never shared between threads.
 #include <napi.h>
 
-#include "common-whisper.h"
+#include "audio_decode.h"
 #include "whisper.h"
 
 #include <atomic>
@@ -50,6 +50,7 @@ struct Options {
   bool translate = false;
   std::string prompt;
   int threads = 1;
+  double maxSeconds = 3600;
   bool tokenTimestamps = false;
 };
 
@@ -97,8 +98,8 @@ class TranscribeWorker : public Napi::AsyncWorker {
     if (cancel_->load()) return SetError("cancelled");
     if (!wav_.empty()) {
       // Decoded here, off the JS thread, as whisper-cli decodes (miniaudio: mono, 16 kHz).
-      std::vector<std::vector<float>> stereo;
-      if (!read_audio_data(wav_.data(), wav_.size(), pcm_, stereo, false)) return SetError("the WAV data could not be decoded");
+      const std::string why = decodeWav(wav_.data(), wav_.size(), (uint64_t) (o_.maxSeconds * WHISPER_SAMPLE_RATE), pcm_);
+      if (!why.empty()) return SetError("bad audio: " + why);
       std::vector<char>().swap(wav_);
     }
     seconds_ = (double) pcm_.size() / WHISPER_SAMPLE_RATE;
@@ -245,6 +246,8 @@ Napi::Object wrapModel(Napi::Env env, std::shared_ptr<Model> m) {
       o.translate = tr.IsBoolean() && tr.As<Napi::Boolean>().Value();
       Napi::Value tt = opts.Get("tokenTimestamps");
       o.tokenTimestamps = tt.IsBoolean() && tt.As<Napi::Boolean>().Value();
+      Napi::Value ms = opts.Get("maxSeconds");
+      if (ms.IsNumber()) o.maxSeconds = ms.As<Napi::Number>().DoubleValue();
       Napi::Value th = opts.Get("threads");
       if (th.IsNumber()) o.threads = std::max(1, th.As<Napi::Number>().Int32Value());
     }

@@ -207,7 +207,10 @@ async function inTurns(n: number, width: number, fn: (i: number) => Promise<void
   if (failure !== undefined) throw failure;
 }
 
-/** Hidden contexts go whatever happened; a failure to delete one must not hide the request's own error. */
+/**
+ * Hidden contexts go whatever happened (one still bound to a request goes when it ends); a failure
+ * to delete one must not hide the request's own error.
+ */
 async function deleteQuietly(lm: LoadedModel, c: KvContext): Promise<void> {
-  await lm.contexts.delete(c).catch(() => undefined);
+  await lm.contexts.release(c).catch(() => undefined);
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABELS_FILE } from './document-files';
 
@@ -30,10 +30,11 @@ export class DocumentLabels {
     } catch (err) {
       throw new Error(`index ${LABELS_FILE} is not JSON: ${(err as Error).message}`);
     }
-    return DocumentLabels.of(v);
+    return DocumentLabels.of(v, (key) => existsSync(join(dir, key)));
   }
 
-  static of(v: unknown): DocumentLabels {
+  /** `exists`: whether a key names a real path (a pattern's characters are fine in a real file name). */
+  static of(v: unknown, exists: (key: string) => boolean = () => false): DocumentLabels {
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`index ${LABELS_FILE} must be an object mapping paths or folders to arrays of labels`);
     const rules: Array<[string, string[]]> = [];
     for (const [key, labels] of Object.entries(v as Record<string, unknown>)) {
@@ -41,8 +42,10 @@ export class DocumentLabels {
         throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} must map to an array of labels (non-empty strings)`);
       }
       // A pattern would read as a path naming nothing, and label nothing: refused rather than open.
-      if (key !== '*' && /[*?[\]{}]/.test(key)) throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} is a pattern; keys are a document's path, a folder or "*"`);
-      rules.push([key.replace(/^\.?\/+/, ''), labels as string[]]);
+      const path = key.replace(/^\.?\/+/, '');
+      if (key !== '*' && /[*?[\]{}]/.test(key) && !exists(path)) throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} is a pattern; keys are a document's path, a folder or "*"`);
+      // "./" or "/" is the folder itself: every document, as "*".
+      rules.push([path === '' ? '*' : path, labels as string[]]);
     }
     return new DocumentLabels(rules);
   }

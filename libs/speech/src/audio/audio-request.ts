@@ -3,6 +3,7 @@ import { EngineError, InvalidRequestError } from '../../../engine/src/core/error
 import { RESPONSE_FORMATS, ResponseFormat } from '../rendering/transcript-formats';
 import { Transcriber } from '../transcriber';
 import { inspectWav, NotWavError } from './wav';
+import { MAX_AUDIO_SECONDS, MAX_PROMPT_CHARS } from './limits';
 
 /** An audio request, read and checked: everything the transcriber and the renderer need. */
 export interface AudioRequest {
@@ -14,19 +15,6 @@ export interface AudioRequest {
   prompt?: string;
   format: ResponseFormat;
 }
-
-/**
- * Characters of `prompt` handed to whisper.cpp: its end (the decoder reads at most the last 224
- * tokens of a prompt). whisper.cpp's tokenizer matches words with std::regex, which recurses per
- * character: one unbroken run of ~30000 letters overflowed its thread's stack (the process died).
- */
-export const MAX_PROMPT_CHARS = 2000;
-
-/** The longest audio one request transcribes (an hour: 230 MB of samples, minutes of CPU). */
-export const MAX_AUDIO_SECONDS = 3600;
-
-/** Bytes an audio upload may take (the route's own body limit, above JSON's 32 MiB). */
-export const AUDIO_BODY_LIMIT = 128 * 1024 * 1024;
 
 /**
  * The request as OpenAI's clients send it: multipart/form-data with `file` and the options as
@@ -45,7 +33,7 @@ export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['
     if (!body) throw new InvalidRequestError('the multipart body could not be read');
     let form: FormData;
     try {
-      form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
+      form = await new Response(body, { headers: { 'content-type': multipartType(contentType) } }).formData();
     } catch (err) {
       throw new InvalidRequestError(`malformed multipart body: ${(err as Error).message}`);
     }
@@ -90,4 +78,14 @@ export async function readAudioRequest(req: FastifyRequest, task: AudioRequest['
   if (info.seconds > MAX_AUDIO_SECONDS) throw new InvalidRequestError(`the audio is ${Math.round(info.seconds)} s long; one request transcribes at most ${MAX_AUDIO_SECONDS} s`);
   const prompt = one('prompt')?.slice(-MAX_PROMPT_CHARS) || undefined;
   return { task, wav: file, seconds: info.seconds, language, prompt, format };
+}
+
+/**
+ * The multipart type as undici's parser reads it: the boundary's value exactly as sent (it is
+ * case-sensitive: browsers send ----WebKitFormBoundaryAbC...), the parameter's name in lower
+ * case (undici does not find `Boundary=`).
+ */
+function multipartType(header: string): string {
+  const m = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]+))/i.exec(header);
+  return m ? `multipart/form-data; boundary=${m[1] ?? m[2]}` : header;
 }

@@ -47,6 +47,9 @@ function readFormat(b: Buffer): Omit<WavInfo, 'seconds'> {
   if (format === 0xfffe && b.length >= 26) format = b.readUInt16LE(24);
   if (format !== 1 && format !== 3) throw new Error(`WAV format ${format} is not PCM or float: send PCM or 32/64-bit float audio`);
   if (channels < 1) throw new Error('the WAV file has no channels');
+  // miniaudio's limit (MA_MAX_CHANNELS), which decodes the samples.
+  if (channels > 254) throw new Error(`a WAV file of ${channels} channels is not audio this server reads (at most 254)`);
+  if (b.readUInt16LE(12) === 0) throw new Error('the WAV fmt chunk says each frame is 0 bytes (block align 0)');
   if (rate < 1000 || rate > 384000) throw new Error(`a sample rate of ${rate} Hz is not audio this server reads`);
   const ok = format === 1 ? [8, 16, 24, 32].includes(bits) : [32, 64].includes(bits);
   if (!ok) throw new Error(`${bits}-bit ${format === 1 ? 'PCM' : 'float'} WAV is not supported`);
