@@ -69,6 +69,28 @@ describe('validation pipe and free-form objects', () => {
   });
 });
 
+describe('validation pipe and wide objects', () => {
+  it('reads wide objects in time linear in their keys, every key kept (class-transformer deduplicated them quadratically)', async () => {
+    class Wide {
+      @IsOptional() @IsString() model?: string;
+      state?: unknown;
+    }
+    const pipe = validationPipe();
+    const timed = async (n: number) => {
+      const state: Record<string, number> = {};
+      for (let i = 0; i < n; i++) state[`k${i}`] = i;
+      const t0 = performance.now();
+      const out = (await pipe.transform({ model: 'm', state }, body(Wide))) as Wide;
+      expect(Object.keys(out.state as object)).toHaveLength(n);
+      return performance.now() - t0;
+    };
+    await timed(1000);
+    // 4× the keys: about 4× the time when linear, 16× when quadratic (as it was: 40k keys 0.6 s, 160k 9 s).
+    const ratio = (await timed(160_000)) / (await timed(40_000));
+    expect(ratio).toBeLessThan(9);
+  });
+});
+
 class Inner {
   @IsOptional() @IsInt() k?: number;
   @IsString() id!: string;
