@@ -53,8 +53,8 @@ describe('transcript formats', () => {
     ms: 5,
     seconds: 3725.4,
     segments: [
-      { start: 0, end: 2.5, text: ' Hello there', noSpeechProb: 0.1, tokens: [{ id: 50364, text: '[_BEG_]', p: 1, logprob: 0, start: 0, end: 0, special: true }, { id: 1, text: ' Hello', p: 0.5, logprob: -0.5, start: 0, end: 1, special: false }, { id: 2, text: ' there', p: 0.25, logprob: -1.5, start: 1, end: 2.5, special: false }] },
-      { start: 31, end: 3725.25, text: ' general Kenobi', noSpeechProb: 0, tokens: [{ id: 3, text: ' gener', p: 1, logprob: 0, start: 31, end: 32, special: false }, { id: 4, text: 'al', p: 1, logprob: 0, start: 32, end: 33, special: false }, { id: 5, text: ' Kenobi', p: 1, logprob: 0, start: 33, end: 34, special: false }] },
+      { start: 0, end: 2.5, text: ' Hello there', noSpeechProb: 0.1, tokens: [{ id: 50364, text: '[_BEG_]', p: 1, logprob: 0, special: true }, { id: 1, text: ' Hello', p: 0.5, logprob: -0.5, special: false }, { id: 2, text: ' there', p: 0.25, logprob: -1.5, special: false }] },
+      { start: 31, end: 3725.25, text: ' general Kenobi', noSpeechProb: 0, tokens: [{ id: 3, text: ' gener', p: 1, logprob: 0, special: false }, { id: 4, text: 'al', p: 1, logprob: 0, special: false }, { id: 5, text: ' Kenobi', p: 1, logprob: 0, special: false }] },
     ],
   };
   const meta = { task: 'transcribe' as const, languageName: 'english', seconds: 3725.4 };

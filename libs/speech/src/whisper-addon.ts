@@ -10,9 +10,6 @@ export interface WhisperToken {
   text: string;
   p: number;
   logprob: number;
-  /** Seconds; meaningful with tokenTimestamps. */
-  start: number;
-  end: number;
   /** Timestamp and control tokens (not words). */
   special: boolean;
 }

@@ -31,7 +31,6 @@ struct Token {
   int id;
   std::string text;
   float p, plog;
-  int64_t t0, t1;
   bool special;
 };
 
@@ -51,7 +50,6 @@ struct Options {
   std::string prompt;
   int threads = 1;
   double maxSeconds = 3600;
-  bool tokenTimestamps = false;
 };
 
 std::string optString(const Napi::Object & o, const char * k) {
@@ -110,7 +108,6 @@ class TranscribeWorker : public Napi::AsyncWorker {
     p.language = o_.language.empty() ? "auto" : o_.language.c_str();
     p.detect_language = false;
     p.initial_prompt = o_.prompt.empty() ? nullptr : o_.prompt.c_str();
-    p.token_timestamps = o_.tokenTimestamps;
     // Temperature 0 only (the spec's limit): no fallback to sampling, so an answer is reproducible.
     p.temperature = 0.0f;
     p.temperature_inc = 0.0f;
@@ -135,7 +132,7 @@ class TranscribeWorker : public Napi::AsyncWorker {
       const int nt = whisper_full_n_tokens_from_state(m_->state, i);
       for (int k = 0; k < nt; k++) {
         whisper_token_data d = whisper_full_get_token_data_from_state(m_->state, i, k);
-        s.tokens.push_back({d.id, whisper_full_get_token_text_from_state(m_->ctx, m_->state, i, k), d.p, d.plog, d.t0, d.t1, d.id >= eot});
+        s.tokens.push_back({d.id, whisper_full_get_token_text_from_state(m_->ctx, m_->state, i, k), d.p, d.plog, d.id >= eot});
       }
       segments_.push_back(std::move(s));
     }
@@ -163,8 +160,6 @@ class TranscribeWorker : public Napi::AsyncWorker {
         to.Set("text", t.text);
         to.Set("p", t.p);
         to.Set("logprob", t.plog);
-        to.Set("start", (double) t.t0 / 100.0);
-        to.Set("end", (double) t.t1 / 100.0);
         to.Set("special", t.special);
         toks.Set((uint32_t) k, to);
       }
@@ -244,8 +239,6 @@ Napi::Object wrapModel(Napi::Env env, std::shared_ptr<Model> m) {
       o.prompt = optString(opts, "prompt");
       Napi::Value tr = opts.Get("translate");
       o.translate = tr.IsBoolean() && tr.As<Napi::Boolean>().Value();
-      Napi::Value tt = opts.Get("tokenTimestamps");
-      o.tokenTimestamps = tt.IsBoolean() && tt.As<Napi::Boolean>().Value();
       Napi::Value ms = opts.Get("maxSeconds");
       if (ms.IsNumber()) o.maxSeconds = ms.As<Napi::Number>().DoubleValue();
       Napi::Value th = opts.Get("threads");
