@@ -180,6 +180,19 @@ describe('POST /v1/systemone (the real server process)', () => {
     expect(asString.json.answers.anger.score).toBeCloseTo(asObject.json.answers.anger.score, 6);
   });
 
+  it('answers integer-named questions in the order sent (a JavaScript object would sort them)', async () => {
+    const raw = await fetch(`${srv.url}/v1/systemone`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"state": "The meeting moved to Friday.", "questions": {"2": {"type": "noul", "instructions": "Is it Friday?"}, "1": {"type": "noul", "instructions": "Is it moved?"}, "z": {"type": "noul", "instructions": "Is it late?"}}}',
+    });
+    expect(raw.status).toBe(200);
+    const text = await raw.text();
+    expect(raw.headers.get('content-type')).toMatch(/^application\/json/);
+    expect([...text.matchAll(/"(2|1|z)":\{"type"/g)].map((m) => m[1])).toEqual(['2', '1', 'z']);
+    expect(Object.keys(JSON.parse(text).answers).sort()).toEqual(['1', '2', 'z']);
+  });
+
   it('takes names and keys that name Object.prototype members (constructor, toString) as any other', async () => {
     const r = await decide({
       state: JSON.parse('{"constructor":"Bob","toString":"x"}'),

@@ -1,6 +1,7 @@
 import { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from './http-errors';
 import { findJsonFault, nestingPastLimit } from './json-syntax';
+import { rememberJsonText } from './json-key-order';
 
 /** A route with its own body limit (snapshot restore and import), decided per request. */
 export interface RouteLimit {
@@ -81,15 +82,15 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
   // A route that does not exist answers 404 whatever its body: a malformed one gave a 400 first.
   const unrouted = (req: FastifyRequest) => !req.routeOptions?.url;
   fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => (unrouted(req) ? done(null, undefined) : parseJson(body, limit, done)), done),
+    collectBody(req, payload, limit, (body) => (unrouted(req) ? done(null, undefined) : parseJson(req, body, limit, done)), done),
   );
   fastify.addContentTypeParser('*', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => (binary(req) || unrouted(req) ? done(null, body) : parseJson(body, limit, done)), done),
+    collectBody(req, payload, limit, (body) => (binary(req) || unrouted(req) ? done(null, body) : parseJson(req, body, limit, done)), done),
   );
 }
 
 /** A JSON body: at most `limit` bytes whatever the route took (a binary route's limit can pass a string's). */
-function parseJson(body: Buffer, limit: number, done: Done): void {
+function parseJson(req: FastifyRequest, body: Buffer, limit: number, done: Done): void {
   if (body.length > limit) return done(Object.assign(new Error(`request body is ${body.length} bytes; this server accepts ${limit} of JSON`), { statusCode: 413 }), undefined);
   const text = body.toString('utf8');
   if (text.trim() === '') return done(null, {});
@@ -103,6 +104,8 @@ function parseJson(body: Buffer, limit: number, done: Done): void {
   }
   const deep = nestingPastLimit(text, MAX_NESTING);
   if (deep >= 0) return done(badRequest(`cannot parse request: nested deeper than ${MAX_NESTING} levels at offset ${deep}`), undefined);
+  // Kept for the key order JavaScript objects lose (json-key-order.ts).
+  rememberJsonText(req, text);
   done(null, parsed);
 }
 

@@ -31,11 +31,17 @@ export function checkState(state: unknown): string | object {
   return state;
 }
 
-/** The named questions, in the order sent, each with its options lettered A, B, C... */
-export function parseQuestions(v: unknown): Question[] {
+/**
+ * The named questions, in the order sent, each with its options lettered A, B, C... `sent`: the
+ * names in the body's own order, where JavaScript's (integer names first) differs from it.
+ */
+export function parseQuestions(v: unknown, sent?: string[]): Question[] {
   if (v === undefined || v === null) throw new InvalidRequestError('questions is required');
   if (typeof v !== 'object' || Array.isArray(v)) throw new InvalidRequestError('questions must be an object of named questions');
-  const entries = Object.entries(v as Record<string, unknown>);
+  const q = v as Record<string, unknown>;
+  const names = Object.keys(q);
+  const ordered = sent && sent.length === names.length && sent.every((n) => Object.prototype.hasOwnProperty.call(q, n)) ? sent : names;
+  const entries = ordered.map((n) => [n, q[n]] as const);
   if (entries.length === 0) throw new InvalidRequestError(`questions is empty: ask 1 to ${MAX_QUESTIONS} questions`);
   if (entries.length > MAX_QUESTIONS) throw new InvalidRequestError(`questions holds ${entries.length}; at most ${MAX_QUESTIONS} may be asked at once`);
   return entries.map(([name, q]) => parseQuestion(name, q));

@@ -1,9 +1,10 @@
-import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
-import { FastifyReply } from 'fastify';
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { memberKeyOrder } from '../../http/src/json-key-order';
 import { RequestScope } from '../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../http/src/request-scope.decorator';
 import { DecisionRequestDto } from './protocol/decision.dto';
-import { SystemOneService } from './systemone.service';
+import { decisionJson, SystemOneService } from './systemone.service';
 
 /** POST /v1/systemone: named questions about a state, answered with probabilities. */
 @Controller('v1')
@@ -12,9 +13,11 @@ export class SystemOneController {
 
   @Post('systemone')
   @HttpCode(200)
-  async decide(@Body() dto: DecisionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res({ passthrough: true }) reply: FastifyReply): Promise<unknown> {
-    const d = await this.systemone.decide(dto, scope);
+  async decide(@Body() dto: DecisionRequestDto, @ScopeOfRequest() scope: RequestScope, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<unknown> {
+    // "Answered in the order sent": names like "2" and "1" keep the body's order, not JavaScript's.
+    const d = await this.systemone.decide(dto, scope, memberKeyOrder(req, 'questions'));
     reply.header('X-Svc-Evaluated-Tokens', String(d.evaluatedTokens));
-    return d.body;
+    reply.header('content-type', 'application/json; charset=utf-8');
+    return decisionJson(d);
   }
 }

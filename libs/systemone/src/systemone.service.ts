@@ -7,9 +7,21 @@ import { checkState, parseQuestions } from './questions';
 import { DecisionRequestDto } from './protocol/decision.dto';
 
 export interface Decision {
-  body: { model: string; answers: Record<string, Answer>; usage: { input_tokens: number; output_tokens: number } };
+  model: string;
+  /** Per question, in the order sent. */
+  answers: Array<[string, Answer]>;
+  usage: { input_tokens: number; output_tokens: number };
   /** Positions the engine decoded (X-Svc-Evaluated-Tokens): the state once, then each question's rest. */
   evaluatedTokens: number;
+}
+
+/**
+ * The decision object's JSON, its answers in the order sent: a JavaScript object would list
+ * integer names ("2", "1") first and ascending, whatever the body's order.
+ */
+export function decisionJson(d: Decision): string {
+  const answers = d.answers.map(([name, a]) => `${JSON.stringify(name)}:${JSON.stringify(a)}`).join(',');
+  return `{"model":${JSON.stringify(d.model)},"answers":{${answers}},"usage":${JSON.stringify(d.usage)}}`;
 }
 
 /** Probability-based decisions: every question's prompt scored at its answer's first token, nothing generated. */
@@ -17,10 +29,11 @@ export interface Decision {
 export class SystemOneService {
   constructor(@Inject(NextTokenScorer) private readonly scorer: NextTokenScorer) {}
 
-  async decide(dto: DecisionRequestDto, scope: RequestScope): Promise<Decision> {
+  /** `sent`: the question names in the body's order (see parseQuestions). */
+  async decide(dto: DecisionRequestDto, scope: RequestScope, sent?: string[]): Promise<Decision> {
     // Everything the body can get wrong is refused before a model is touched.
     const state = checkState(dto.state);
-    const questions = parseQuestions(dto.questions);
+    const questions = parseQuestions(dto.questions, sent);
     const r = await this.scorer.score({
       model: dto.model ?? '',
       keepAlive: dto.keep_alive,
@@ -28,10 +41,8 @@ export class SystemOneService {
       signal: scope.signal,
       prompts: questions.map((q) => ({ label: q.name, messages: decisionMessages(state, q), options: q.options.map((o) => o.letter) })),
     });
-    // Own properties whatever the name (a question may be called "__proto__").
-    const answers: Record<string, Answer> = {};
-    questions.forEach((q, i) => Object.defineProperty(answers, q.name, { value: answerOf(q, r.probabilities[i]), enumerable: true, writable: true, configurable: true }));
+    const answers = questions.map((q, i): [string, Answer] => [q.name, answerOf(q, r.probabilities[i])]);
     const input = r.promptTokens.reduce((s, n) => s + n, 0);
-    return { body: { model: r.modelName, answers, usage: { input_tokens: input, output_tokens: 0 } }, evaluatedTokens: r.evaluatedTokens };
+    return { model: r.modelName, answers, usage: { input_tokens: input, output_tokens: 0 }, evaluatedTokens: r.evaluatedTokens };
   }
 }

@@ -1,0 +1,28 @@
+import { FastifyRequest } from 'fastify';
+import { memberKeyOrder, rememberJsonText } from '../../libs/http/src/json-key-order';
+
+describe('memberKeyOrder', () => {
+  const read = (text: string, member: string) => {
+    const req = {} as FastifyRequest;
+    rememberJsonText(req, text);
+    return memberKeyOrder(req, member);
+  };
+
+  it('lists the keys of a top-level member in the order written, integer names included', () => {
+    const text = ' { "state": {"2": 1}, "questions" : { "2" : {"a": [1, {"x": "}"}]}, "1": "\\"q\\"", "z": null, "0": -1.5e3 } } ';
+    expect(read(text, 'questions')).toEqual(['2', '1', 'z', '0']);
+    expect(Object.keys(JSON.parse(text).questions)).toEqual(['0', '1', '2', 'z']);
+  });
+
+  it('reads escaped keys, keeps a repeated key where it first stood, and the last member of that name', () => {
+    expect(read('{"questions":{"b\\u0061":1,"c":2,"ba":3}}', 'questions')).toEqual(['ba', 'c']);
+    expect(read('{"questions":{"x":1},"questions":{"9":1,"8":2}}', 'questions')).toEqual(['9', '8']);
+  });
+
+  it('knows nothing where there is no such object, or no text', () => {
+    expect(read('{"questions":[1,2]}', 'questions')).toBeUndefined();
+    expect(read('{"other":{}}', 'questions')).toBeUndefined();
+    expect(read('[1]', 'questions')).toBeUndefined();
+    expect(memberKeyOrder({} as FastifyRequest, 'questions')).toBeUndefined();
+  });
+});
