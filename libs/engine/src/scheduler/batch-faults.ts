@@ -1,4 +1,5 @@
-import { NativeBatch, NativeContext } from '../backend/native-addon';
+import { NativeBatch, NativeContext, NativeStepOptions, NativeStepResult } from '../backend/native-addon';
+import { InvalidRequestError } from '../core/errors';
 import { BuiltBatch } from './batch-builder';
 import { Sequence } from './sequence';
 
@@ -42,3 +43,27 @@ export function withoutSequences(built: BuiltBatch, drop: Sequence[]): BuiltBatc
   };
 }
 
+
+/**
+ * After llama.cpp refused a step (status < 0): when the cause is sequences whose cells do not
+ * continue their tokens (a context restored from a damaged state), those requests fail alone
+ * (`drop` takes them out of the running set) and the rest decode at once. Undefined when no
+ * sequence is at fault (the refusal stands); `result` is undefined when nothing is left to decode.
+ */
+export async function retryWithoutDamaged(
+  ctx: NativeContext,
+  built: BuiltBatch,
+  active: Sequence[],
+  opts: NativeStepOptions,
+  drop: (s: Sequence) => void,
+): Promise<{ built: BuiltBatch; result?: NativeStepResult } | undefined> {
+  const bad = discontinuousSequences(ctx, built.batch, active);
+  if (bad.length === 0) return undefined;
+  const rest = withoutSequences(built, bad);
+  for (const s of bad) {
+    s.fail(new InvalidRequestError("this context's KV state does not continue its tokens (a damaged snapshot or import): restore it from a good file or delete it"));
+    drop(s);
+  }
+  if (rest.batch.tokens.length === 0) return { built: rest };
+  return { built: rest, result: await ctx.step(rest.batch, rest.samples, opts) };
+}

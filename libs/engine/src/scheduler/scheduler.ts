@@ -1,10 +1,10 @@
 import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions, NativeStepOptions } from '../backend/native-addon';
-import { InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../core/errors';
+import { QueueFullError, ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { KvPressure } from './kv-pressure';
 import { BatchBuilder, nextChain } from './batch-builder';
-import { discontinuousSequences, withoutSequences } from './batch-faults';
+import { retryWithoutDamaged } from './batch-faults';
 import { PrefixCache } from './prefix-cache';
 import { SeqIds } from './seq-ids';
 import { SamplerPool } from './sampler-pool';
@@ -323,7 +323,7 @@ export class Scheduler {
   }
 
   private async step(): Promise<void> {
-    let built = this.batches.build(this.active);
+    const built = this.batches.build(this.active);
     let { batch, samples, owners, prefill, sequences } = built;
     if (batch.tokens.length === 0) return;
     // A batch of decoding sequences alone may run several steps natively; new
@@ -338,19 +338,14 @@ export class Scheduler {
       : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
     let result = await this.ctx.step(batch, samples, opts);
     if (result.status < 0) {
-      // llama.cpp refused the batch over a sequence whose cells do not continue its tokens (a
-      // context restored from a damaged state): that request fails alone, the rest decode now.
-      const bad = discontinuousSequences(this.ctx, batch, this.active);
-      if (bad.length > 0) {
-        built = withoutSequences(built, bad);
-        for (const s of bad) {
-          s.fail(new InvalidRequestError("this context's KV state does not continue its tokens (a damaged snapshot or import): restore it from a good file or delete it"));
-          this.active.splice(this.active.indexOf(s), 1);
-          this.release(s, false);
-        }
-        ({ batch, samples, owners, prefill, sequences } = built);
-        if (batch.tokens.length === 0) return;
-        result = await this.ctx.step(batch, samples, opts);
+      const retried = await retryWithoutDamaged(this.ctx, built, this.active, opts, (s) => {
+        this.active.splice(this.active.indexOf(s), 1);
+        this.release(s, false);
+      });
+      if (retried) {
+        if (!retried.result) return;
+        ({ batch, samples, owners, prefill, sequences } = retried.built);
+        result = retried.result;
       }
     }
     while (result.status === 1) {
