@@ -310,6 +310,27 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(counts[1]).toBe(counts[2]);
   });
 
+  it('an earlier call with arguments as an object, or none, is taken; a malformed call is a 400, never a 500', async () => {
+    const turn = (call: unknown) => [...USER, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: 'sunny' }];
+    const fn = (f: unknown) => ({ id: 'c1', type: 'function', function: f });
+    const asText = await postJson(`${srv.url}/v1/chat/completions`, { tools: TOOLS, messages: turn(fn({ name: 'get_weather', arguments: '{"city":"Paris","days":3}' })), max_tokens: 1, svc_retain_prefix: false });
+    const asObject = await postJson(`${srv.url}/v1/chat/completions`, { tools: TOOLS, messages: turn(fn({ name: 'get_weather', arguments: { city: 'Paris', days: 3 } })), max_tokens: 1, svc_retain_prefix: false });
+    expect([asText.status, asObject.status]).toEqual([200, 200]);
+    expect(asObject.json.usage.prompt_tokens).toBe(asText.json.usage.prompt_tokens);
+    const empty = await postJson(`${srv.url}/v1/chat/completions`, { tools: TOOLS, messages: turn(fn({ name: 'get_time', arguments: '' })), max_tokens: 1, svc_retain_prefix: false });
+    for (const f of [{ name: 'get_time' }, { name: 'get_time', arguments: null }]) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { tools: TOOLS, messages: turn(fn(f)), max_tokens: 1, svc_retain_prefix: false });
+      expect([r.status, r.json.usage?.prompt_tokens]).toEqual([200, empty.json.usage.prompt_tokens]);
+    }
+    // They were 500s ("args.trim is not a function", "reading 'name'").
+    for (const call of [fn({}), fn({ name: 'f', arguments: 5 }), fn({ name: 'f', arguments: [1] }), { id: 'c1', type: 'function' }, 'x', null, { ...fn({ name: 'f', arguments: '{}' }), type: 'custom' }]) {
+      for (const route of ['/v1/chat/completions', '/v1/contexts']) {
+        const r = await postJson(`${srv.url}${route}`, { model: '', tools: TOOLS, messages: turn(call), max_tokens: 1 });
+        expect([r.status, r.json.error?.message]).toEqual([400, expect.stringMatching(/^cannot parse request: messages\[1\]\.tool_calls\[0\]/)]);
+      }
+    }
+  });
+
   it('messages: a prefill with a required call is refused by name (chat has no prefill: a call follows)', async () => {
     // It was "invalid grammar: std::exception".
     const message = 'a final assistant message (a prefill the reply continues) cannot be combined with a required tool call (tool_choice required, any or a named tool)';

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../../../../engine/src/core/errors';
-import { CoreMessage, CoreTool, CoreToolChoice, GenerationRequest, OutputConstraint, RequestScope } from '../../../../engine/src/core/generation-request';
+import { CoreMessage, CoreTool, CoreToolCall, CoreToolChoice, GenerationRequest, OutputConstraint, RequestScope } from '../../../../engine/src/core/generation-request';
 import { checkMessages, constraintFrom, optionalText, prefixCacheFrom, samplingFrom, schemaOrAbsent, stopsFrom } from '../../shared/to-core';
 import { ChatCompletionRequestDto, ResponseFormat } from '../protocol/chat-completion.dto';
 import { toCorePart } from './content-parts';
@@ -84,11 +84,33 @@ export function toCoreMessage(m: Record<string, unknown>, i: number): CoreMessag
   const out: CoreMessage = { role: m.role as string, content: (content ?? '') as CoreMessage['content'] };
   if (Array.isArray(content)) out.content = content.map((p, j) => toCorePart(p, i, j));
   if (typeof m.name === 'string') out.name = m.name;
-  if (Array.isArray(m.tool_calls)) out.tool_calls = m.tool_calls as CoreMessage['tool_calls'];
+  if (Array.isArray(m.tool_calls)) out.tool_calls = m.tool_calls.map((c, j) => toCoreToolCall(c, `messages[${i}].tool_calls[${j}]`));
   if (typeof m.tool_call_id === 'string') out.tool_call_id = m.tool_call_id;
   // An earlier answer's thoughts, as llama-server takes them back (the template decides whether to show them).
   if (typeof m.reasoning_content === 'string' && m.reasoning_content) out.reasoning_content = m.reasoning_content;
   return out;
+}
+
+/**
+ * An earlier answer's call, checked (it reaches the template). Arguments are the JSON text
+ * OpenAI sends; an object is taken as that text (the local runner's and some clients' shape),
+ * absent or null as no arguments (clients leave them out for tools without parameters).
+ */
+function toCoreToolCall(c: unknown, at: string): CoreToolCall {
+  const call = c as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+  const fn = call && typeof call === 'object' ? call.function : undefined;
+  if (!fn || typeof fn !== 'object' || typeof fn.name !== 'string' || (call!.type !== undefined && call!.type !== 'function')) {
+    throw new InvalidRequestError(`cannot parse request: ${at} must be {id, type: "function", function: {name, arguments}}`);
+  }
+  const args = fn.arguments;
+  let text: string;
+  if (typeof args === 'string') text = args;
+  else if (args === undefined || args === null) text = '';
+  else if (typeof args === 'object' && !Array.isArray(args)) text = JSON.stringify(args);
+  else throw new InvalidRequestError(`cannot parse request: ${at}.function.arguments must be a string of JSON`);
+  if (call!.id !== undefined && call!.id !== null && typeof call!.id !== 'string') throw new InvalidRequestError(`cannot parse request: ${at}.id must be a string`);
+  // An absent id stays absent (the template decides what it shows).
+  return { id: call!.id as string, type: 'function', function: { name: fn.name, arguments: text } };
 }
 
 function toCoreTool(t: Record<string, unknown> | null, i: number): CoreTool {
