@@ -32,6 +32,11 @@ export class StoreAdmin {
     const dst = parseModelRef(destination); // refuse a hostile name before anything else
     const src = this.catalog.list().find((e) => sameModel(e.name, String(source ?? '')));
     if (!src) throw new ModelNotFoundError(notFoundMessage(String(source ?? ''), this.catalog.list()));
+    // A name that differs from a stored one only in case is that model (names match loosely): a
+    // copy there would replace it, the source itself when it is the one (the local runner refuses too).
+    const want = displayName(dst);
+    const held = this.catalog.list().find((e) => sameModel(e.name, want));
+    if (held && withoutLatest(held.name) !== withoutLatest(want)) throw new InvalidRequestError(`a model with that name already exists: ${held.name}`);
     let manifest: Manifest;
     // An adapter entry (<base>+<name>) carries its own manifest: the copy is listed as <base>+<destination>.
     if (src.manifest) {
@@ -88,4 +93,8 @@ export class StoreAdmin {
 
 function allLayers(m: Manifest): Layer[] {
   return [...(m.config ? [m.config] : []), ...m.layers];
+}
+
+function withoutLatest(name: string): string {
+  return name.endsWith(':latest') ? name.slice(0, -':latest'.length) : name;
 }

@@ -2,6 +2,9 @@ import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { parseKeepAlive } from '../../../engine/src/models/residency';
 import { FastifyReply } from 'fastify';
 import { EngineService } from '../../../engine/src/engine.service';
+import { EncoderPool } from '../../../engine/src/embeddings/encoder-pool';
+import { LoadedModel } from '../../../engine/src/models/loaded-model';
+import { isEncoderEntry } from '../../../store/src/catalog';
 import { GenerationRequest, RequestScope } from '../../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
@@ -14,6 +17,7 @@ import { ns, RunnerAnswerKind, RunnerRenderer } from './rendering/runner-rendere
 export class RunnerController {
   constructor(
     @Inject(EngineService) private readonly engine: EngineService,
+    @Inject(EncoderPool) private readonly encoders: EncoderPool,
   ) {}
 
   @Post('generate')
@@ -38,7 +42,7 @@ export class RunnerController {
     await this.engine.models.acquire(req.model, { keepAlive: dto.keep_alive });
     const handle = await this.engine.generate(req);
     const lm = handle.model;
-    const loadNs = lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0;
+    const loadNs = loadWaitNs(lm, startedWall);
     // /api/generate answers a `context` (not for raw), as the local runner.
     const contextOf = kind === 'generate' && !(dto as GenerateRequestDto).raw ? handle.tokensWith : undefined;
     const r = new RunnerRenderer(kind, handle.modelName, started, loadNs, { contextOf, topLogprobs: (dto.top_logprobs ?? 0) > 0 });
@@ -53,13 +57,13 @@ export class RunnerController {
     const got = unload ? undefined : await this.engine.models.acquireNamed(dto.model ?? '', { keepAlive: dto.keep_alive });
     const lm = got?.lm;
     const body = {
-      model: got ? got.name : await this.engine.models.expire(dto.model ?? ''),
+      model: got ? got.name : await this.unload(dto.model ?? ''),
       created_at: new Date().toISOString(),
       response: '',
       done: true,
       done_reason: unload ? 'unload' : 'load',
       total_duration: ns(performance.now() - started),
-      load_duration: lm && lm.loadedAt.getTime() >= startedWall ? ns(lm.loadMs) : 0,
+      load_duration: lm ? loadWaitNs(lm, startedWall) : 0,
     };
     if (dto.stream ?? true) {
       const out = new StreamWriter(reply, 'application/x-ndjson');
@@ -67,4 +71,22 @@ export class RunnerController {
       out.end();
     } else await reply.send(body);
   }
+
+  /** `ollama stop`: a generating model or an encoder (the -embed one too) expires once idle. */
+  private async unload(model: string): Promise<string> {
+    const entry = await this.engine.models.expire(model);
+    if (isEncoderEntry(entry)) await this.encoders.expire(entry);
+    return entry.name;
+  }
+}
+
+/**
+ * The part of the model's load this request waited for: a load that began before the request
+ * (another request's, or the default model's after a pull) counts only from the request's
+ * start, so load_duration never exceeds total_duration (clients subtract one from the other).
+ */
+function loadWaitNs(lm: LoadedModel, startedWall: number): number {
+  const end = lm.loadedAt.getTime();
+  if (end < startedWall) return 0;
+  return ns(Math.min(lm.loadMs, end - startedWall));
 }

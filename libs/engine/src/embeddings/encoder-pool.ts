@@ -211,6 +211,17 @@ export class EncoderPool {
     return { encoder, name: entry.name, fresh };
   }
 
+  /**
+   * keep_alive 0 without input (the local runner's unload, `ollama stop`): a loaded encoder
+   * expires (the reaper frees it once idle); one not loaded stays so.
+   */
+  async expire(entry: CatalogEntry): Promise<void> {
+    const enc = await this.loaded.get(entry.path)?.catch(() => undefined);
+    if (!enc) return;
+    enc.keepAliveMs = 0;
+    enc.expiresAt = new Date();
+  }
+
   /** Unloads encoders idle past their keep_alive. */
   private async reapExpired(): Promise<void> {
     const now = Date.now();

@@ -118,12 +118,13 @@ export class ModelManager {
 
   /**
    * keep_alive 0 without a prompt (the local runner's unload): a loaded model expires, one not
-   * loaded stays so (loading gigabytes only to free them). Returns the name the model answers to.
+   * loaded stays so (loading gigabytes only to free them). Returns the model's entry (an encoder's is
+   * the EncoderPool's to expire).
    */
-  async expire(name: string): Promise<string> {
+  async expire(name: string): Promise<CatalogEntry> {
     const entry = this.catalog.resolve(name, { generating: true });
     if (this.loaded.has(entry.path)) await this.acquire(name, { keepAlive: 0 });
-    return entry.name;
+    return entry;
   }
 
   /**
@@ -258,13 +259,17 @@ export class ModelManager {
     this.log.log(`unloaded ${lm.name}`);
   }
 
-  /** keep_alive: expired idle models go; a busy one has its expiry pushed on. */
+  /**
+   * keep_alive: expired idle models go. It counts from the end of the last request, as the
+   * local runner's does: a busy model's expiry stays keep_alive past now (a generation longer
+   * than keep_alive no longer unloads the model the moment it ends).
+   */
   private async reapExpired(): Promise<void> {
     const now = Date.now();
     for (const lm of [...this.ready.values()]) {
       if (!lm.expiresAt) continue;
       if (this.busy(lm)) {
-        if (lm.keepAliveMs !== Infinity) lm.expiresAt = new Date(Math.max(lm.expiresAt.getTime(), now + Math.min(lm.keepAliveMs, 1000)));
+        if (lm.keepAliveMs !== Infinity) lm.expiresAt = new Date(Math.max(lm.expiresAt.getTime(), now + lm.keepAliveMs));
         continue;
       }
       if (lm.expiresAt.getTime() <= now) await this.unload(lm);
