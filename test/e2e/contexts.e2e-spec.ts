@@ -193,6 +193,13 @@ describe('KV-cache contexts', () => {
       expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { messages })).json.error.message).toBe(message);
     }
     for (const n of ['1e1', '0x2', '%20']) expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=${n}`, {})).json.error.message).toMatch(/^n must be a number, got /);
+    expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork?n=-1`, {})).json.error.message).toBe('n must be from 1 to 64, got -1');
+    // A query parameter given twice arrives as a list: it was a 500 ("name.trim is not a function").
+    for (const [method, path] of [['GET', ''], ['GET', `/${ctx.id}`], ['POST', `/${ctx.id}/fork`], ['GET', `/${ctx.id}/snapshot`], ['POST', '/restore'], ['DELETE', `/${ctx.id}`]]) {
+      const twice = await fetch(`${srv.url}/v1/contexts${path}?model=a&model=b`, { method });
+      expect([twice.status, ((await twice.json()) as any).error.message]).toEqual([400, 'cannot parse request: the query parameter model is given more than once']);
+    }
+    expect((await getJson(`${srv.url}/v1/contexts/${ctx.id}/snapshot?precision=f32&precision=q8`)).status).toBe(400);
     expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: -1 })).json.error.message).toBe('cannot truncate to -1 positions');
     expect((await postJson(`${srv.url}/v1/contexts/${ctx.id}/truncate`, { tokens: 9999 })).json.error.message).toBe(`context holds ${ctx.tokens} positions; cannot truncate to 9999`);
     const prec = await getJson(`${srv.url}/v1/contexts/${ctx.id}/snapshot?precision=q4`);

@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { requestIdentity } from '../../http/src/identity';
 import { ContextsService } from './contexts.service';
 import { InvalidRequestError } from '../../engine/src/core/errors';
 import { jsonObject } from '../../http/src/json-body';
+import { QueryParam } from '../../http/src/query-param.decorator';
 
 /** KV-cache contexts (spec "Contexts"): every route on an existing context takes ?model=. */
 @Controller('v1/contexts')
@@ -19,56 +20,56 @@ export class ContextsController {
   }
 
   @Get()
-  async list(@Query('model') model: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
+  async list(@QueryParam('model') model: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
     return { object: 'list', data: (await this.contexts.list(model ?? '', requestIdentity(req))).map((c) => c.toJSON()) };
   }
 
   @Post('restore')
   @HttpCode(201)
-  async restore(@Query('model') model: string | undefined, @Body() body: Buffer, @Req() req: FastifyRequest): Promise<unknown> {
+  async restore(@QueryParam('model') model: string | undefined, @Body() body: Buffer, @Req() req: FastifyRequest): Promise<unknown> {
     return (await this.contexts.restore(model ?? '', requestIdentity(req), body)).toJSON();
   }
 
   @Post('import')
   @HttpCode(201)
-  async import(@Query('model') model: string | undefined, @Body() body: Buffer, @Req() req: FastifyRequest): Promise<unknown> {
+  async import(@QueryParam('model') model: string | undefined, @Body() body: Buffer, @Req() req: FastifyRequest): Promise<unknown> {
     const { ctx, from } = await this.contexts.import(model ?? '', requestIdentity(req), body);
     return { ...ctx.toJSON(), from };
   }
 
   @Get(':id')
-  async one(@Param('id') id: string, @Query('model') model: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
+  async one(@Param('id') id: string, @QueryParam('model') model: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
     return (await this.contexts.find(model ?? '', requestIdentity(req), id)).ctx.toJSON();
   }
 
   @Post(':id/fork')
   @HttpCode(201)
-  async fork(@Param('id') id: string, @Query('model') model: string | undefined, @Query('n') n: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
+  async fork(@Param('id') id: string, @QueryParam('model') model: string | undefined, @QueryParam('n') n: string | undefined, @Req() req: FastifyRequest): Promise<unknown> {
     const { children, ms } = await this.contexts.fork(model ?? '', requestIdentity(req), id, n);
     return { object: 'list', data: children.map((c) => c.toJSON()), fork_ms: Math.round(ms * 1000) / 1000 };
   }
 
   @Post(':id/truncate')
   @HttpCode(200)
-  async truncate(@Param('id') id: string, @Query('model') model: string | undefined, @Body() body: { tokens?: unknown; messages?: unknown }, @Req() req: FastifyRequest): Promise<unknown> {
+  async truncate(@Param('id') id: string, @QueryParam('model') model: string | undefined, @Body() body: { tokens?: unknown; messages?: unknown }, @Req() req: FastifyRequest): Promise<unknown> {
     return (await this.contexts.truncate(model ?? '', requestIdentity(req), id, jsonObject(body))).toJSON();
   }
 
   @Get(':id/snapshot')
-  async snapshot(@Param('id') id: string, @Query('model') model: string | undefined, @Query('precision') precision: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async snapshot(@Param('id') id: string, @QueryParam('model') model: string | undefined, @QueryParam('precision') precision: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const file = await this.contexts.save('snapshot', model ?? '', requestIdentity(req), id, precision);
     await reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${id}.svcctx"`).send(file);
   }
 
   @Get(':id/export')
-  async export(@Param('id') id: string, @Query('model') model: string | undefined, @Query('precision') precision: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async export(@Param('id') id: string, @QueryParam('model') model: string | undefined, @QueryParam('precision') precision: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const file = await this.contexts.save('export', model ?? '', requestIdentity(req), id, precision);
     await reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${id}.svcx"`).send(file);
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async remove(@Param('id') id: string, @Query('model') model: string | undefined, @Req() req: FastifyRequest): Promise<void> {
+  async remove(@Param('id') id: string, @QueryParam('model') model: string | undefined, @Req() req: FastifyRequest): Promise<void> {
     await this.contexts.remove(model ?? '', requestIdentity(req), id);
   }
 }

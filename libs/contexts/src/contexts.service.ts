@@ -48,7 +48,8 @@ export class ContextsService {
 
   async fork(model: string, who: RequestIdentity, id: string, nRaw: string | undefined): Promise<{ children: KvContext[]; ms: number }> {
     // Digits only: Number() read "1e1" as 10, "0x2" as 2 and " " as 0.
-    const n = nRaw === undefined || nRaw === '' ? 1 : /^\d{1,6}$/.test(nRaw) ? Number(nRaw) : NaN;
+    // A negative count is a number out of range, not "not a number".
+    const n = nRaw === undefined || nRaw === '' ? 1 : /^-?\d{1,6}$/.test(nRaw) ? Number(nRaw) : NaN;
     if (!Number.isInteger(n)) throw new InvalidRequestError(`n must be a number, got ${nRaw}`);
     if (n < 1 || n > 64) throw new InvalidRequestError(`n must be from 1 to 64, got ${n}`);
     const { lm, ctx } = await this.find(model, who, id);
