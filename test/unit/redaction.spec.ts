@@ -14,6 +14,14 @@ describe('redaction', () => {
     expect(text.slice(42, 59)).toBe('+1 (415) 555-0132');
   });
 
+  it('redacts addresses in any alphabet whole (an ASCII-only pattern left half a name: "josé.garcí[EMAIL]")', () => {
+    expect(redact('Contact josé.garcía@empresa.es or user@münchen.de').text).toBe('Contact [EMAIL] or [EMAIL]');
+    expect(redact('müller@example.de, иван@пример.рф, e\u0301e@x.org').text).toBe('[EMAIL], [EMAIL], [EMAIL]');
+    // In scripts written without spaces the text around the address stays.
+    expect(redact('連絡先はuser@example.comです').text).toBe('連絡先は[EMAIL]です');
+    expect(redact('a@b.c and x@@y.org').findings).toEqual([]);
+  });
+
   it('finds cards and IBANs only when their checksums hold', () => {
     expect(typesIn('card 4111 1111 1111 1111 and 4111 1111 1111 1112')).toEqual([['credit_card', '4111 1111 1111 1111']]);
     expect(typesIn('IBAN GB82 WEST 1234 5698 7654 32, not GB82 WEST 1234 5698 7654 33')).toEqual([['iban', 'GB82 WEST 1234 5698 7654 32']]);
