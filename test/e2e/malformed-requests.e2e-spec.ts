@@ -125,6 +125,22 @@ describe('malformed requests', () => {
     expect(ok.status).toBe(200);
   });
 
+  it('a key named __proto__, escaped or not, is refused on every route (it was dropped: a decision named so went unasked)', async () => {
+    const refused = 'cannot parse request: a key named "__proto__" is not accepted (it names an object\'s prototype)';
+    for (const body of [
+      '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"__proto__":{"type":"string"}}}}}}',
+      '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"x":{"\\u005f_proto__":1}}',
+    ]) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, body);
+      expect([r.status, message(r)]).toEqual([400, refused]);
+    }
+    const local = await postJson(`${srv.url}/api/generate`, '{"prompt":"x","__proto__":{}}');
+    expect([local.status, local.json.error]).toEqual([400, refused]);
+    // As text in a string it is only text.
+    const text = await chat('{"messages":[{"role":"user","content":"say \\"__proto__\\": 1"}],"max_tokens":1}');
+    expect(text.status).toBe(200);
+  });
+
   it('a wrong type is named as one, with the value that came', async () => {
     const m = [{ role: 'user', content: 'x' }];
     expect(message(await chat({ messages: m, max_tokens: 'ten' }))).toBe('cannot parse request: max_tokens: max_tokens must be an integer number (got the string "ten")');

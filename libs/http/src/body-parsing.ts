@@ -102,6 +102,7 @@ function parseJson(req: FastifyRequest, body: Buffer, limit: number, done: Done)
     const why = f ? `${f.reason} at offset ${f.offset}${f.path ? ` (in ${f.path})` : ''}` : (err as Error).message;
     return done(badRequest(`malformed JSON: ${why}`), undefined);
   }
+  if (PROTO_KEY.test(text) && hasProtoKey(text)) return done(badRequest('cannot parse request: a key named "__proto__" is not accepted (it names an object\'s prototype)'), undefined);
   const deep = nestingPastLimit(text, MAX_NESTING);
   if (deep >= 0) return done(badRequest(`cannot parse request: nested deeper than ${MAX_NESTING} levels at offset ${deep}`), undefined);
   // Kept for the key order JavaScript objects lose (json-key-order.ts).
@@ -110,6 +111,23 @@ function parseJson(req: FastifyRequest, body: Buffer, limit: number, done: Done)
 }
 
 const badRequest = (message: string): Error => Object.assign(new Error(message), { statusCode: 400 });
+
+/**
+ * A `__proto__` key, escapes included (the test Fastify's own JSON parser makes). Such a key was
+ * dropped without a word further on (a decision named so went unasked): refused instead, as
+ * Fastify's default parser refuses it. Confirmed by a parse, as the text test can match inside
+ * a string.
+ */
+const PROTO_KEY = /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
+
+function hasProtoKey(text: string): boolean {
+  let found = false;
+  JSON.parse(text, (key, value: unknown) => {
+    if (key === '__proto__') found = true;
+    return value;
+  });
+  return found;
+}
 
 type Done = (err: Error | null, body?: unknown) => void;
 

@@ -29,8 +29,8 @@ class BodyValidationPipe extends ValidationPipe {
     if (dto && value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) {
       throw new BadRequestException(`cannot parse request: the body must be a JSON object (got ${typeOf(value)})`);
     }
-    // Nest deletes every `constructor` and `prototype` key of the body in place (and `__proto__`,
-    // which stays deleted: a key that could reach a prototype has no use in a request). They are
+    // Nest deletes every `constructor` and `prototype` key of the body in place (`__proto__` never
+    // gets here: the body parser refuses it; bodies built otherwise lose it). They are
     // ordinary names in a JSON schema, tool parameters or a decision's state: put back after.
     const kept = dto ? holdersOf(value, ['constructor', 'prototype']) : [];
     const out = await super.transform(value, metadata);
