@@ -2,8 +2,8 @@ import { Ollama } from 'ollama';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixtureModel, STORIES } from './helpers/fixtures';
-import { FakeRegistry, sha256 } from './helpers/fake-registry';
+import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
+import { FakeRegistry, serveChangingFile, sha256 } from './helpers/fake-registry';
 import { hashTree, writeOllamaModel } from './helpers/ollama-store';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -129,6 +129,39 @@ describe('kill -9 mid-pull', () => {
       }
     } finally {
       await reg.stop();
+    }
+  });
+});
+
+describe('a URL pull interrupted, then resumed after the file was replaced', () => {
+  it('by a server that ignores If-Range: the new file is stored whole, never spliced onto the old part', async () => {
+    const replacement = readFileSync(syntheticModel('llama-tiny'));
+    const file = await serveChangingFile('/files/swap.gguf', weights);
+    const store = tmp('svc-store-swap-');
+    const srv = await startServer(['-store', store, '-threads', '1', '-concurrency', '2'], { env: { OLLAMA_MODELS: tmp('o-') } });
+    try {
+      file.holdAfter(500_000);
+      const ac = new AbortController();
+      await fetch(`${srv.url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: file.url }), headers: { 'content-type': 'application/json' }, signal: ac.signal });
+      const partial = join(store, 'partial');
+      const part = () => (existsSync(partial) ? readdirSync(partial).find((f) => f.endsWith('.part0')) : undefined);
+      const partSize = () => (part() ? readFileSync(join(partial, part()!)).length : 0);
+      for (const t0 = Date.now(); partSize() < 500_000; ) {
+        if (Date.now() - t0 > 30_000) throw new Error(`the first pull brought ${partSize()} bytes`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      ac.abort(); // as curl -m: the pull stops, its part stays to resume
+      expect(readFileSync(join(partial, `${part()}.validator`), 'utf8')).toMatch(/^"[0-9a-f]{32}"/);
+      file.set(replacement);
+      const r = await postJson(`${srv.url}/api/pull`, { model: file.url, stream: false });
+      expect(r.json).toEqual({ status: 'success' });
+      const manifest = JSON.parse(readFileSync(join(store, 'manifests', 'registry.ollama.ai', 'library', 'swap', 'latest'), 'utf8'));
+      expect(manifest.layers.map((l: { digest: string }) => l.digest)).toEqual([sha256(replacement)]);
+      expect(readdirSync(join(store, 'blobs'))).toEqual([sha256(replacement).replace(':', '-')]);
+      expect(readdirSync(partial)).toEqual([]);
+    } finally {
+      await srv.stop();
+      await file.stop();
     }
   });
 });

@@ -1,6 +1,7 @@
 /**
  * downloadBlob against real HTTP servers on 127.0.0.1 that misbehave: no byte ranges,
- * more bytes than declared, an empty blob, a 416 after the last byte, a stalled body.
+ * more bytes than declared, an empty blob, a 416 after the last byte, a stalled body,
+ * a file replaced between two tries by a server that ignores If-Range.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -183,5 +184,123 @@ describe('downloadBlob of a plain URL (no digest)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'blob-'));
     await expect(downloadBlob(job(s.url, dir, { size: 5000 }))).rejects.toThrow('404');
     expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  /** A file served with byte ranges that ignores If-Range: a 206 from whatever file it has now. */
+  async function ignoringIfRange(file: () => { data: Buffer; headers: Record<string, string> }, cut?: (res: ServerResponse, body: Buffer) => boolean) {
+    const s = await serve((req, res) => {
+      const { data, headers } = file();
+      const m = /bytes=(\d+)-(\d*)/.exec(String(req.headers.range ?? ''));
+      if (!m) {
+        res.writeHead(200, { ...headers, 'content-length': data.length });
+        if (!cut?.(res, data)) res.end(data);
+        return;
+      }
+      const from = Number(m[1]);
+      const end = m[2] ? Math.min(Number(m[2]), data.length - 1) : data.length - 1;
+      if (from >= data.length) return void res.writeHead(416, { ...headers, 'content-range': `bytes */${data.length}` }).end();
+      const body = data.subarray(from, end + 1);
+      res.writeHead(206, { ...headers, 'content-length': body.length, 'content-range': `bytes ${from}-${end}/${data.length}` }).end(body);
+    });
+    servers.push(s.server);
+    return s;
+  }
+  /** Makes the next whole-file GET send `n` bytes and then nothing, the connection left open. */
+  const holdAfter = (n: number) => {
+    let once = true;
+    return (res: ServerResponse, body: Buffer) => {
+      if (!once) return false;
+      once = false;
+      res.write(body.subarray(0, n));
+      return true;
+    };
+  };
+  /** A pull stopped (as a client gone) once its part holds `bytes`: the part stays to resume. */
+  async function interrupt(j: BlobJob, bytes: number) {
+    const ac = new AbortController();
+    const done = downloadBlob({ ...j, signal: ac.signal });
+    const part = join(j.partialDir, 'k.part0');
+    while (!existsSync(part) || readFileSync(part).length < bytes) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    await expect(done).rejects.toThrow();
+    expect(readdirSync(j.partialDir).sort()).toEqual(['k.part0', 'k.part0.validator']);
+  }
+
+  it('a 206 with another ETag (a replaced file of the same size, If-Range ignored) is not appended: the file comes again whole', async () => {
+    let file = { data: Buffer.alloc(200_000, 1), headers: { etag: '"v1"' } };
+    let cut = true;
+    const s = await ignoringIfRange(() => file, (res, body) => {
+      if (!cut) return false;
+      cut = false;
+      // Half, then the connection drops; the file is replaced before the retry.
+      res.write(body.subarray(0, 100_000), () => {
+        file = { data: Buffer.alloc(200_000, 2), headers: { etag: '"v2"' } };
+        res.socket?.destroy();
+      });
+      return true;
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    expect(await downloadBlob(job(s.url, dir, { size: 200_000 }))).toBe(hex(Buffer.alloc(200_000, 2)));
+    expect(s.requests).toEqual([undefined, 'bytes=100000-', undefined]);
+    expect(readdirSync(join(dir, 'partial'))).toEqual([]);
+  });
+
+  it('a pull after the file changed size starts over without a range, even under the same ETag', async () => {
+    let file = { data: Buffer.alloc(2000, 1), headers: { etag: '"same"' } };
+    const s = await ignoringIfRange(() => file, holdAfter(1000));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    await interrupt(job(s.url, dir, { size: 2000 }), 1000);
+    file = { data: Buffer.alloc(3000, 4), headers: { etag: '"same"' } };
+    expect(await downloadBlob(job(s.url, dir, { size: 3000 }))).toBe(hex(file.data));
+    expect(s.requests).toEqual([undefined, undefined]);
+  });
+
+  it('under Last-Modified, size unknown: a 206 with the same date but another total (replaced within the second) starts over', async () => {
+    const lastModified = 'Mon, 30 Nov 2026 10:00:00 GMT';
+    let file = { data: Buffer.alloc(2000, 1), headers: { 'last-modified': lastModified } };
+    const s = await ignoringIfRange(() => file, holdAfter(1000));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    await interrupt(job(s.url, dir, {}), 1000);
+    file = { data: Buffer.alloc(5000, 5), headers: { 'last-modified': lastModified } };
+    expect(await downloadBlob(job(s.url, dir, {}))).toBe(hex(file.data));
+    expect(s.requests).toEqual([undefined, 'bytes=1000-', undefined]);
+  });
+
+  it('size unknown: a 416 from a file now shorter than the part does not complete it', async () => {
+    let file = { data: Buffer.alloc(2000, 1), headers: { etag: '"v1"' } };
+    const s = await ignoringIfRange(() => file, holdAfter(1000));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    await interrupt(job(s.url, dir, {}), 1000);
+    file = { data: Buffer.alloc(500, 6), headers: { etag: '"v2"' } };
+    expect(await downloadBlob(job(s.url, dir, {}))).toBe(hex(file.data));
+    expect(s.requests).toEqual([undefined, 'bytes=1000-', undefined]);
+  });
+
+  it('parallel ranges: a part finished before the file was replaced is not joined to parts fetched after', async () => {
+    const size = PARALLEL_THRESHOLD + 4096;
+    const span = Math.ceil(size / 4);
+    const v2 = Buffer.alloc(size, 2);
+    const s = await ignoringIfRange(() => ({ data: v2, headers: { etag: '"v2"' } }));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    // Part 0 whole from the old file (as a pull stopped after it left it); the other three are fetched now, from the new one.
+    const j = job(s.url, dir, { size });
+    mkdirSync(j.partialDir, { recursive: true });
+    writeFileSync(join(j.partialDir, 'k.part0'), Buffer.alloc(span, 1));
+    writeFileSync(join(j.partialDir, 'k.part0.validator'), '"v1"');
+    expect(await downloadBlob(j)).toBe(hex(v2));
+    expect(s.requests.filter((r) => r === `bytes=0-${span - 1}`)).toHaveLength(1); // part 0 again, once
+    expect(readdirSync(j.partialDir)).toEqual([]);
+  });
+
+  it('parallel ranges of a file that changes on every request fail with a clear 502 and leave no part', async () => {
+    const size = PARALLEL_THRESHOLD + 4096;
+    const data = Buffer.alloc(size, 3);
+    let n = 0;
+    const s = await ignoringIfRange(() => ({ data, headers: { etag: `"v${n++}"` } }));
+    const dir = mkdtempSync(join(tmpdir(), 'blob-'));
+    const j = job(s.url, dir, { size });
+    await expect(downloadBlob(j)).rejects.toThrow('the file changed while it downloaded');
+    expect(s.requests).toHaveLength(8);
+    expect(readdirSync(j.partialDir)).toEqual([]);
   });
 });

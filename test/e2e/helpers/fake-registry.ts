@@ -163,3 +163,35 @@ export async function serveFile(path: string, data: Buffer): Promise<{ url: stri
   });
   return { url: `http://127.0.0.1:${(s.address() as AddressInfo).port}${path}`, stop: () => new Promise((r) => (s.closeAllConnections(), s.close(() => r())) as unknown as void) };
 }
+
+/**
+ * A file server for plain-URL resume tests that honours Range but ignores If-Range (as some
+ * do), with ETag = md5 of the content. `set` replaces the file; `holdAfter(n)` makes the next
+ * GET send n bytes and then nothing, the connection left open (an interrupted download).
+ */
+export async function serveChangingFile(path: string, initial: Buffer) {
+  let data = initial;
+  let hold: number | undefined;
+  const requests: Array<{ method: string; range?: string; ifRange?: string }> = [];
+  const s = await listen((req, res) => {
+    if (req.url !== path) return void res.writeHead(404).end();
+    requests.push({ method: req.method!, range: req.headers.range as string | undefined, ifRange: req.headers['if-range'] as string | undefined });
+    const headers = { etag: `"${createHash('md5').update(data).digest('hex')}"`, 'accept-ranges': 'bytes' };
+    const m = /^bytes=(\d+)-$/.exec(String(req.headers.range ?? ''));
+    const from = m ? Number(m[1]) : 0;
+    if (from >= data.length && m) return void res.writeHead(416, { ...headers, 'content-range': `bytes */${data.length}` }).end();
+    const body = data.subarray(from);
+    res.writeHead(m ? 206 : 200, { ...headers, 'content-length': body.length, ...(m ? { 'content-range': `bytes ${from}-${data.length - 1}/${data.length}` } : {}) });
+    if (req.method === 'HEAD') return void res.end();
+    if (hold === undefined) return void res.end(body);
+    res.write(body.subarray(0, hold));
+    hold = undefined;
+  });
+  return {
+    url: `http://127.0.0.1:${(s.address() as AddressInfo).port}${path}`,
+    requests,
+    set: (d: Buffer) => void (data = d),
+    holdAfter: (n: number) => void (hold = n),
+    stop: () => new Promise<void>((r) => (s.closeAllConnections(), s.close(() => r()))),
+  };
+}

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { renameDurable } from '../atomic-file';
+import { changedSince, originFile, rangeOf, readOrigin, recordOrigin } from './part-origin';
 import { PullError } from './registry-client';
 
 /** Blobs above this are fetched as PARTS parallel ranges. */
@@ -39,25 +40,43 @@ export interface BlobJob {
 export async function downloadBlob(job: BlobJob): Promise<string> {
   mkdirSync(job.partialDir, { recursive: true });
   const hex = job.digest?.slice('sha256:'.length);
-  const total = job.size ?? 0;
-  let parts: Part[];
-  try {
-    parts = await fetchParts(job, total > PARALLEL_THRESHOLD ? PARTS : 1);
-  } catch (err) {
-    if (!(err instanceof NoRanges)) throw err;
-    // A server without byte ranges (a plain web server): one download from the start.
-    parts = await fetchParts(job, 1);
+  let parts = await fetchAll(job);
+  // A plain URL's parallel parts were each checked against their own first reply; a file
+  // replaced between them (a part finished before, another started after) would still splice.
+  if (job.digest === undefined && !sameOrigin(parts)) {
+    parts.forEach((p) => dropPart(p.file));
+    parts = await fetchAll(job);
+    if (!sameOrigin(parts)) {
+      parts.forEach((p) => dropPart(p.file));
+      throw new PullError('the file changed while it downloaded (its ranges came with different ETags or sizes); pull it again', 502);
+    }
   }
   job.onVerify?.();
   const joined = join(job.partialDir, `${job.key}.joined`);
   const got = await joinAndHash(parts.map((p) => p.file), joined);
   if ((hex !== undefined && got !== hex) || (job.size !== undefined && sizeOf(joined) !== job.size)) {
-    for (const f of [joined, ...parts.flatMap((p) => [p.file, `${p.file}.validator`])]) tryUnlink(f);
+    tryUnlink(joined);
+    parts.forEach((p) => dropPart(p.file));
     throw new PullError(`digest mismatch: expected sha256:${hex}, got sha256:${got}`, 502);
   }
   renameDurable(joined, job.dest(got));
-  for (const p of parts) for (const f of [p.file, `${p.file}.validator`]) tryUnlink(f);
+  parts.forEach((p) => dropPart(p.file));
   return got;
+}
+
+async function fetchAll(job: BlobJob): Promise<Part[]> {
+  try {
+    return await fetchParts(job, (job.size ?? 0) > PARALLEL_THRESHOLD ? PARTS : 1);
+  } catch (err) {
+    if (!(err instanceof NoRanges)) throw err;
+    // A server without byte ranges (a plain web server): one download from the start.
+    return fetchParts(job, 1);
+  }
+}
+
+function sameOrigin(parts: Part[]): boolean {
+  const o = parts.map((p) => readOrigin(p.file));
+  return o.every((x) => x?.validator === o[0]?.validator && x?.total === o[0]?.total);
 }
 
 interface Part {
@@ -139,18 +158,27 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       have = 0;
     }
     // A plain URL has no digest to catch a file replaced between two tries: a part resumes only
-    // under If-Range with the validator its first bytes came with (else it starts over).
-    const validator = job.digest === undefined && have > 0 ? readValidator(p.file) : undefined;
-    if (job.digest === undefined && have > 0 && !validator) {
+    // under If-Range with the validator its first bytes came with, and only while the file
+    // still has the size it had then (else it starts over).
+    let origin = job.digest === undefined && have > 0 ? readOrigin(p.file) : undefined;
+    if (job.digest === undefined && have > 0 && (!origin || (origin.total !== undefined && job.size !== undefined && origin.total !== job.size))) {
       dropPart(p.file);
       have = 0;
+      origin = undefined;
     }
     if (want !== undefined && have === want) return;
     try {
       const from = p.start + have;
       const range: Record<string, string> = from > 0 || p.end !== undefined ? { range: `bytes=${from}-${p.end ?? ''}` } : {};
-      if (validator) range['if-range'] = validator;
+      if (origin) range['if-range'] = origin.validator;
       const r = await job.get(range, job.signal);
+      // A server that ignores If-Range answers 206 from whatever file it has now: those bytes
+      // are checked against the part's origin, never trusted, and a changed file starts over.
+      if (origin && r.status === 206 && changedSince(origin, r.headers, from)) {
+        await r.body?.cancel();
+        dropPart(p.file);
+        continue;
+      }
       if (r.status === 200 && (from > 0 || p.end !== undefined)) {
         // The server ignored the range: a whole-file download can start over, a part cannot.
         await r.body?.cancel();
@@ -160,9 +188,13 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
         throw new Error('the registry ignored the range; starting over');
       }
       if (r.status === 416 && want === undefined && have > 0) {
-        // Size unknown and the connection dropped after the last byte: nothing is left to send.
+        // Size unknown and the connection dropped after the last byte: nothing is left to send,
+        // unless the file's size (now or at the first byte) says the part is not the whole of it.
         await r.body?.cancel();
-        return;
+        const now = rangeOf(r.headers)?.total;
+        if ((now === undefined || now === have) && (origin?.total === undefined || origin.total === have)) return;
+        dropPart(p.file);
+        continue;
       }
       if (r.status !== 200 && r.status !== 206) {
         await r.body?.cancel();
@@ -170,7 +202,7 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
         const e = `download of ${label}: the registry answered ${r.status} ${r.statusText}`;
         throw r.status >= 500 || r.status === 408 || r.status === 429 ? new Error(e) : new Permanent(e, 502);
       }
-      if (job.digest === undefined && have === 0) writeValidator(p.file, r.headers);
+      if (job.digest === undefined && have === 0) recordOrigin(p.file, r);
       await appendBody(r, p.file, have, progress, want, job.stallMs ?? STALL_MS);
       const now = sizeOf(p.file);
       if (want === undefined || now === want) return;
@@ -186,7 +218,7 @@ async function fetchPart(job: BlobJob, p: Part, progress: (have: number) => void
       if (want !== undefined && sizeOf(p.file) < want && advanced()) failures = 0;
       if (++failures > RETRIES) {
         // Kept for the next pull to resume, unless it never could: a plain URL's part resumes only under its validator.
-        if (rangesIgnored || (job.digest === undefined && readValidator(p.file) === undefined)) dropPart(p.file);
+        if (rangesIgnored || (job.digest === undefined && readOrigin(p.file) === undefined)) dropPart(p.file);
         throw new PullError(`download of ${label} failed: ${(err as Error).message}`, 502);
       }
       await sleep(Math.min(200 * 2 ** (failures - 1), 3000));
@@ -251,10 +283,10 @@ async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: n
   }
 }
 
-/** A part file and the validator its first bytes came with. */
+/** A part file and the origin (validator, size) its first bytes came with. */
 function dropPart(file: string): void {
   tryUnlink(file);
-  tryUnlink(`${file}.validator`);
+  tryUnlink(originFile(file));
 }
 
 async function joinAndHash(files: string[], out: string): Promise<string> {
@@ -273,22 +305,6 @@ async function joinAndHash(files: string[], out: string): Promise<string> {
     closeSync(fd);
   }
   return h.digest('hex');
-}
-
-/** A strong ETag, else Last-Modified: what If-Range may carry. */
-function writeValidator(part: string, h: Headers): void {
-  const etag = h.get('etag');
-  const v = etag && !etag.startsWith('W/') ? etag : h.get('last-modified');
-  if (v) writeFileSync(`${part}.validator`, v);
-  else tryUnlink(`${part}.validator`);
-}
-
-function readValidator(part: string): string | undefined {
-  try {
-    return readFileSync(`${part}.validator`, 'utf8') || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function sizeOf(p: string): number {
