@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { connect, Socket } from 'node:net';
 import { Agent, request } from 'node:http';
 import OpenAI from 'openai';
-import { fixtureModel, ROOT, STORIES } from './helpers/fixtures';
+import { fixtureModel, ROOT, STORIES, syntheticModel } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
@@ -89,6 +89,37 @@ describe('continuous batching', () => {
     await new Promise((r) => setTimeout(r, 100));
     // It was logged as a 500 "generation ended without finishing" before: no fault of the server's.
     expect(srv.logs()).not.toMatch(/ERROR/);
+  });
+});
+
+describe('KV operations beside a long generation', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    // One decode thread on a machine with more: chains stream and run up to a second (on all
+    // cores they run 100 ms, and the wait was that).
+    srv = await startServer(['-m', syntheticModel('qwen2.5-tiny'), '-concurrency', '2', '-threads', '1']);
+  });
+  afterAll(() => srv?.stop());
+
+  it('a context created (or a first responses turn) does not wait out the running chain of decode steps', async () => {
+    // Its yield request came between two steps and was cleared by the next: ~1 s each (the chain's limit).
+    const long = postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }], max_tokens: 4000, temperature: 1, seed: 1, svc_banned_tokens: [151643, 151644, 151645] });
+    await until(async () => (await stats(srv.url)).active === 1);
+    const timed = async (path: string, body: unknown) => {
+      const t = performance.now();
+      const r = await postJson(`${srv.url}${path}`, body);
+      expect(r.status).toBeLessThan(300);
+      return performance.now() - t;
+    };
+    const created: number[] = [];
+    const responses: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      created.push(await timed('/v1/contexts', { prompt: 'hello' }));
+      responses.push(await timed('/v1/responses', { input: 'yo', max_output_tokens: 2 }));
+    }
+    expect((await stats(srv.url)).active).toBe(1); // the long one still ran throughout
+    expect(Math.max(...created, ...responses)).toBeLessThan(500);
+    expect((await long).status).toBe(200);
   });
 });
 

@@ -328,7 +328,9 @@ export class Scheduler {
     if (batch.tokens.length === 0) return;
     // A batch of decoding sequences alone may run several steps natively; new
     // requests (submit) and cancels end the chain early via requestYield().
-    const canChain = prefill === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
+    // Nor while a KV operation waits (a context's creation or binding): its yield request may
+    // have come before this step began, which clears it, and it would wait out the whole chain.
+    const canChain = prefill === 0 && this.exclusiveWaiting === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
     const streaming = canChain && (this.opts.streamMs ?? -1) >= 0;
     // Finished sequences are released once no chain is in flight (their KV is trimmed then).
     const finished: Sequence[] = [];
