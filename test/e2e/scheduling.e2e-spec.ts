@@ -70,6 +70,23 @@ describe('continuous batching', () => {
     expect(s.generated_tokens - before.generated_tokens).toBeLessThan(1900);
   });
 
+  it('a named session whose client left mid-answer keeps its prompt: the same request again runs (it was a 400 "diverges")', async () => {
+    const body = { prompt: 'Once upon a time', max_tokens: 1900, temperature: 0, ignore_eos: true, stream: true, svc_session: 'left' };
+    const ac = new AbortController();
+    const res = await fetch(`${srv.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: ac.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.read();
+    ac.abort();
+    await until(async () => (await stats(srv.url)).active === 0);
+    const again = await postJson(`${srv.url}/v1/completions`, { ...body, stream: false, max_tokens: 8 });
+    expect(again.status).toBe(200);
+    // Its prompt came from the context; the answer equals the one the prompt gets alone.
+    expect(again.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
+    const alone = await postJson(`${srv.url}/v1/completions`, { prompt: body.prompt, max_tokens: 8, temperature: 0, ignore_eos: true, svc_retain_prefix: false });
+    expect(again.json.choices[0].text).toBe(alone.json.choices[0].text);
+  });
+
   it('a non-streamed request whose client leaves is cancelled without an error in the log', async () => {
     const before = await stats(srv.url);
     const ac = new AbortController();

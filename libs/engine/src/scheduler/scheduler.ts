@@ -306,9 +306,13 @@ export class Scheduler {
     // cancel): the KV must hold exactly the kept tokens.
     if (s.generated.length > 0) this.ctx.seqRemove(s.seq, s.heldTokens().length, -1);
     if (s.spec.session) {
-      // The context keeps its sequence; what the KV holds is exactly what was decoded.
+      // The context keeps its sequence; what the KV holds is exactly what was decoded. A request
+      // whose client left keeps its prompt only: the answer never reached the client whole, and
+      // the same request sent again must find the prompt it holds (it was a 400 "diverges").
       const all = s.heldTokens();
-      s.spec.session.onRelease(all.subarray(0, Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1))), retain);
+      const keep = s.cancelled ? s.nPast : Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1));
+      if (s.cancelled) this.ctx.seqRemove(s.seq, keep, -1);
+      s.spec.session.onRelease(all.subarray(0, keep), retain);
     } else if (retain && s.spec.retainPrefix) {
       for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length, s.spec.cachePartition)) this.freeSeq(freed);
     } else {
