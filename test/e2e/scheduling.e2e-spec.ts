@@ -138,6 +138,21 @@ describe('KV operations beside a long generation', () => {
     expect(Math.max(...created, ...responses)).toBeLessThan(500);
     expect((await long).status).toBe(200);
   });
+  it('a context whose client leaves during its prefill is not made (the client could never learn its id)', async () => {
+    const list = async () => ((await (await fetch(`${srv.url}/v1/contexts`)).json()) as any).data as unknown[];
+    const before = (await list()).length;
+    const all = (await stats(srv.url)).contexts;
+    for (let i = 0; i < 2; i++) {
+      const ac = new AbortController();
+      const sent = fetch(`${srv.url}/v1/contexts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'hello world '.repeat(1500) }), signal: ac.signal }).catch(() => undefined);
+      await until(async () => (await stats(srv.url)).active === 1);
+      ac.abort();
+      await sent;
+    }
+    await until(async () => (await stats(srv.url)).active === 0);
+    expect((await list()).length).toBe(before);
+    expect((await stats(srv.url)).contexts).toBe(all);
+  });
 });
 
 describe('queue bound', () => {

@@ -5,6 +5,7 @@ import { ContextsService } from './contexts.service';
 import { InvalidRequestError } from '../../engine/src/core/errors';
 import { jsonObject } from '../../http/src/json-body';
 import { QueryParam } from '../../http/src/query-param.decorator';
+import { ClientSignal } from '../../http/src/request-scope.decorator';
 
 /** KV-cache contexts (spec "Contexts"): every route on an existing context takes ?model=. */
 @Controller('v1/contexts')
@@ -13,10 +14,10 @@ export class ContextsController {
 
   @Post()
   @HttpCode(201)
-  async create(@Body() body: { model?: unknown; prompt?: unknown; messages?: unknown } | undefined, @Req() req: FastifyRequest): Promise<unknown> {
+  async create(@Body() body: { model?: unknown; prompt?: unknown; messages?: unknown } | undefined, @Req() req: FastifyRequest, @ClientSignal() signal: AbortSignal): Promise<unknown> {
     const b = jsonObject(body);
     if (b.model != null && typeof b.model !== 'string') throw new InvalidRequestError('cannot parse request: model must be a string');
-    return (await this.contexts.create((b.model as string | null | undefined) ?? '', requestIdentity(req), b)).toJSON();
+    return (await this.contexts.create((b.model as string | null | undefined) ?? '', requestIdentity(req), b, signal)).toJSON();
   }
 
   @Get()

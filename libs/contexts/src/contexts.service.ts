@@ -24,14 +24,14 @@ export class ContextsService {
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
-  async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }): Promise<KvContext> {
+  async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }, signal?: AbortSignal): Promise<KvContext> {
     if (body.prompt != null && body.messages != null) throw new InvalidRequestError('send prompt or messages, not both');
     const lm = await this.models.acquire(model);
     const tokens = await this.tokensOf(lm, model, body, true);
     // As for a request's prompt: a context that holds no room for a token could never generate.
     const limit = lm.scheduler.nCtxSeq;
     if (tokens && tokens.length + 1 > limit) throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per context`);
-    return lm.contexts.create(ownerKey(who), tokens);
+    return lm.contexts.create(ownerKey(who), tokens, '', { signal });
   }
 
   async list(model: string, who: RequestIdentity): Promise<KvContext[]> {

@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { NativeContext, NativeModel } from '../backend/native-addon';
-import { InvalidRequestError } from '../core/errors';
+import { ClientGoneError, InvalidRequestError } from '../core/errors';
 import { Scheduler } from '../scheduler/scheduler';
 import { SessionBinding } from '../scheduler/sequence';
 import { ContextBusyError, ContextCapacityError, ContextNotFoundError } from './context-errors';
@@ -103,8 +103,11 @@ export class ContextRegistry {
     return c && c.owner === owner && c.hidden === hidden ? c : undefined;
   }
 
-  /** A new context, optionally prefilled with `tokens`. */
-  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean } = {}): Promise<KvContext> {
+  /**
+   * A new context, optionally prefilled with `tokens`. A client gone (`signal`) before the
+   * prefill ends gets no context: it could never learn its id (ClientGoneError).
+   */
+  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean; signal?: AbortSignal } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
     c.hidden = opts.hidden ?? false;
     // Listed in the same critical section: the resident count must see its sequence.
@@ -114,7 +117,8 @@ export class ContextRegistry {
     });
     if (tokens && tokens.length > 0) {
       try {
-        await this.prefill(c, tokens);
+        await this.prefill(c, tokens, opts.signal);
+        if (opts.signal?.aborted) throw new ClientGoneError();
       } catch (err) {
         await this.delete(c);
         throw err;
@@ -313,7 +317,7 @@ export class ContextRegistry {
     if (this.byId.get(c.id) !== c) throw new ContextNotFoundError(c.id);
   }
 
-  private async prefill(c: KvContext, tokens: Int32Array): Promise<void> {
+  private async prefill(c: KvContext, tokens: Int32Array, signal?: AbortSignal): Promise<void> {
     const binding = await this.bind(c, tokens, c.id);
     const sampler = this.ctx.createSampler({ temperature: 0 });
     let events: AsyncIterable<unknown>;
@@ -327,6 +331,7 @@ export class ContextRegistry {
         logprobs: 0,
         retainPrefix: false,
         session: binding,
+        signal,
       });
     } catch (err) {
       // Refused before it ran (a model being unloaded): the context is free again, so the

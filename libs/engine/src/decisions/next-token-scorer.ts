@@ -62,7 +62,7 @@ export class NextTokenScorer {
     const shared = sharedPrefix(tokens);
     if (tokens.length > 1 && shared > 0) {
       // The state: read once into a hidden context, then one lazy fork per question.
-      const parent = await lm.contexts.create(req.owner, tokens[0].subarray(0, shared), '', { hidden: true });
+      const parent = await lm.contexts.create(req.owner, tokens[0].subarray(0, shared), '', { hidden: true, signal: req.signal });
       evaluated += shared;
       try {
         const { children } = await lm.contexts.fork(parent, tokens.length);
