@@ -12,8 +12,14 @@ describe('patterns llama.cpp cannot follow in time', () => {
   });
 
   it('lets ordinary patterns through', () => {
-    for (const p of ['^(b|c)*{8}$', '^(b|c){0,200}$', '^[bc]*[bc]*$', '^(\\d{1,3}\\.){3}\\d{1,3}$', '^\\w+@\\w+\\.\\w+$', '^[a-z]{2,40}$', '^(?:x?)*$', '[(]{100}', '\\({50}', '^a{500}$', `^${'a?'.repeat(8)}$`, '^[^]]*$', 'unclosed(', '(?<name>ab)+', '^(\\+\\d{1,3})?\\s?\\(?\\d{3}\\)?[\\s.-]?\\d{3}[\\s.-]?\\d{4}$', '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?)?$', '^\\d{1,3}(,\\d{3})*(\\.\\d+)?$']) {
+    for (const p of ['^((b|c)*){8}$', '^(b|c){0,200}$', '^[bc]*[bc]*$', '^(\\d{1,3}\\.){3}\\d{1,3}$', '^\\w+@\\w+\\.\\w+$', '^[a-z]{2,40}$', '^(?:x?)*$', '[(]{100}', '\\({50}', '^a{500}$', `^${'a?'.repeat(8)}$`, '^[^]]*$', '(?<name>ab)+', '^(\\+\\d{1,3})?\\s?\\(?\\d{3}\\)?[\\s.-]?\\d{3}[\\s.-]?\\d{4}$', '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?)?$', '^\\d{1,3}(,\\d{3})*(\\.\\d+)?$']) {
       expect([p, patternProblem(p)]).toEqual([p, undefined]);
+    }
+  });
+
+  it('refuses what is no ECMA-262 regular expression (llama.cpp read "^(a" as something, and the answer ignored it)', () => {
+    for (const [p, why] of [['^(a', 'Unterminated group'], ['unclosed(', 'Unterminated group'], ['[a-', 'Unterminated character class'], ['a{2,1}', 'numbers out of order in {} quantifier'], ['^(b|c)*{8}$', 'Nothing to repeat']]) {
+      expect(patternProblem(p)).toBe(`pattern ${JSON.stringify(p)} is not a valid regular expression (${why})`);
     }
   });
 

@@ -17,16 +17,30 @@ interface Piece {
   width: number;
 }
 
-/** The problem with a pattern, or undefined. Text it cannot read is left to llama.cpp. */
+/** The problem with a pattern, or undefined. */
 export function patternProblem(pattern: string): string | undefined {
   let run: number;
   try {
     run = new RegexScan(pattern).longestRun();
   } catch {
-    return undefined;
+    return invalidPattern(pattern);
   }
-  if (run <= MAX_NULLABLE_RUN) return undefined;
+  if (run <= MAX_NULLABLE_RUN) return invalidPattern(pattern);
   return `pattern ${JSON.stringify(pattern.length > 60 ? `${pattern.slice(0, 60)}…` : pattern)} repeats an expression that can match nothing ${run === Infinity ? 'without bound' : `${run} times`} in a row; llama.cpp's grammar would try every way to split the text among them (at most ${MAX_NULLABLE_RUN} are allowed)`;
+}
+
+/**
+ * A schema's pattern is an ECMA-262 regular expression: one JavaScript cannot read is no pattern
+ * at all (llama.cpp's converter read "^(a" as something, and the answer ignored it).
+ */
+function invalidPattern(pattern: string): string | undefined {
+  try {
+    new RegExp(pattern);
+    return undefined;
+  } catch (err) {
+    const why = (err as Error).message.replace(/^Invalid regular expression: \/.*\/: /s, '');
+    return `pattern ${JSON.stringify(pattern.length > 60 ? `${pattern.slice(0, 60)}…` : pattern)} is not a valid regular expression (${why})`;
+  }
 }
 
 class RegexScan {
