@@ -59,6 +59,8 @@ export class ModelCatalog {
   private defaultEntry?: CatalogEntry;
   /** When resolve() last found the -m file unchanged (performance.now()). */
   private defaultCheckedAt = -Infinity;
+  /** Without -m: the default model chosen (defaultName), by name and weights. */
+  private chosen?: { name: string; path: string };
   /** svc's own store (read-write). */
   readonly store: ManifestStore;
   /** The local-runner's store: svc never writes there. */
@@ -109,14 +111,27 @@ export class ModelCatalog {
     });
   }
 
-  /** The name '' stands for the default model. */
+  /**
+   * The name '' stands for (spec rule 1), decided here only: the -m model; without -m, the model
+   * chosen when first asked (boot, or the first pull into a server with none), kept until no
+   * listed name has it. Undefined: no model generates (encoders never are the default unless -m).
+   */
   defaultName(): string | undefined {
+    return this.defaultNameIn(() => this.list());
+  }
+
+  private defaultNameIn(list: () => CatalogEntry[]): string | undefined {
     if (this.defaultFile) return modelNameOf(this.defaultFile);
     if (this.opts.defaultModel) return this.opts.defaultModel;
-    const all = this.list().filter((e) => e.capabilities.length > 0);
-    all.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
-    // A model that generates is the better default: an encoder answers only embeddings.
-    return (all.find((e) => !isEncoderEntry(e)) ?? all[0])?.name;
+    const all = list().filter(generates);
+    const c = this.chosen;
+    // Kept by its name, else by another name of its weights (a copy, then a delete of the first name):
+    // a pull or copy never moves it, so '' and /healthz keep naming one model.
+    const kept = c && (all.find((e) => sameModel(e.name, c.name)) ?? all.find((e) => e.path === c.path));
+    // Chosen anew: the newest (the one just pulled into an empty server).
+    const next = kept ?? all.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime())[0];
+    this.chosen = next && { name: next.name, path: next.path };
+    return next?.name;
   }
 
   /** The name of -embed's encoder (undefined without the flag). */
@@ -132,10 +147,11 @@ export class ModelCatalog {
   }
 
   /**
-   * The entry a name (or '' for the default) stands for. With `generating`, an empty catalog is
-   * the no-model state whatever the name (spec rule 7: generation routes answer 503 then).
+   * The entry a name (or '' for the default) stands for. The no-model state answers 503 whatever
+   * the name (spec rule 7): for `generating` (a generation route) while no model generates (an
+   * -embed encoder alone is that state), for `encoding` (embeddings, rerank) while none is listed.
    */
-  resolve(name: string, opts: { generating?: boolean } = {}): CatalogEntry {
+  resolve(name: string, opts: { generating?: boolean; encoding?: boolean } = {}): CatalogEntry {
     // The -m file wins its name in list(): every request naming it (or none)
     // is answered without reading the stores' folders and manifests again.
     if (this.defaultFile && (name === '' || sameModel(modelNameOf(this.defaultFile), name))) {
@@ -152,11 +168,12 @@ export class ModelCatalog {
       }
     }
     const all = this.list();
-    const want = name === '' ? this.defaultName() : name;
+    const want = name === '' ? this.defaultNameIn(() => all) : name;
     if (want === undefined) throw new NoModelError();
     const hit = all.find((e) => sameModel(e.name, want));
     if (hit) return hit;
-    if (all.length === 0 && (name === '' || opts.generating)) throw new NoModelError();
+    if (opts.generating && this.defaultNameIn(() => all) === undefined) throw new NoModelError();
+    if (all.length === 0 && (name === '' || opts.generating || opts.encoding)) throw new NoModelError();
     throw new ModelNotFoundError(notFoundMessage(want, all));
   }
 
@@ -238,6 +255,11 @@ function baseNameOf(meta: GgufMetadata | undefined): string | undefined {
 /** An embeddings model (an encoder or a cross-encoder): it cannot generate, and only the embedding and rerank routes load it. */
 export function isEncoderEntry(e: CatalogEntry): boolean {
   return e.capabilities.includes('embeddings');
+}
+
+/** A model '' may stand for without -m: it generates (an encoder does not; nor a projector or adapter, with no capabilities). */
+function generates(e: CatalogEntry): boolean {
+  return e.capabilities.length > 0 && !isEncoderEntry(e);
 }
 
 /** A cross-encoder: its metadata asks for rank pooling (llama.cpp's LLAMA_POOLING_TYPE_RANK), one relevance score per pair. */

@@ -103,13 +103,25 @@ export class StoreController {
    */
   private freeUnlisted(gone: string[] = []): void {
     this.models.retireUnlisted(gone);
-    const listed = this.listedPaths();
     const boot = this.moduleRef.get(BootState, { strict: false });
-    if (boot?.model && !listed.has(boot.model.entry.path)) {
-      // /healthz reported those weights: it reports the next default, or the no-model state.
+    const was = boot?.model;
+    // The default model left (deleted, or its name copied over), or one that failed to load may
+    // have: /healthz reports the next default, or the no-model state.
+    if (boot && (was ? was.entry.path !== this.defaultPath() : boot.state === 'failed')) {
+      // Weights another name still has stop staying loaded.
+      if (was instanceof LoadedModel && this.models.inService(was)) this.models.endStay(was);
       boot.model = undefined;
       boot.state = 'loading';
       this.afterPull(true);
+    }
+  }
+
+  /** The weights '' stands for now (undefined: none). */
+  private defaultPath(): string | undefined {
+    try {
+      return this.catalog.resolve('', { generating: true }).path;
+    } catch {
+      return undefined;
     }
   }
 

@@ -1,9 +1,9 @@
 import { CatalogEntry, isEncoderEntry, isRerankerEntry, ModelCatalog } from '../../../store/src/catalog';
-import { InvalidRequestError } from '../core/errors';
+import { InvalidRequestError, NoModelError } from '../core/errors';
 
 /**
  * Which encoder a request's model name stands for, for a use: '' is the flag's (-embed,
- * -rerank), else the default model when it is one, else the first listed. A name must be one
+ * -rerank), else the default model when it is one (-m), else the first listed. A name must be one
  * for that use; another model's is refused naming one there is.
  */
 export class EncoderNames {
@@ -13,13 +13,16 @@ export class EncoderNames {
     const encName = this.catalog.encoderName();
     if (name === '') {
       if (encName !== undefined) return vectorEncoder(this.catalog.resolve(encName));
-      const def = this.catalog.resolve('', { generating: true });
-      if (isVectorEncoder(def)) return def;
+      const def = this.defaultEntry();
+      if (def && isVectorEncoder(def)) return def;
       const any = this.firstListed(isVectorEncoder);
       if (any) return any;
-      return vectorEncoder(def, noEncoder(def.name));
+      // No default (only rerankers or projectors listed): the first listed one's refusal; none: 503.
+      const other = def ?? this.catalog.list()[0];
+      if (!other) throw new NoModelError();
+      return vectorEncoder(other, noEncoder(other.name));
     }
-    const entry = this.catalog.resolve(name, { generating: true });
+    const entry = this.catalog.resolve(name, { encoding: true });
     if (isVectorEncoder(entry) || isRerankerEntry(entry)) return vectorEncoder(entry);
     const enc = encName ?? this.firstListed(isVectorEncoder)?.name;
     if (enc !== undefined) throw new InvalidRequestError(`${entry.name} is a decoder and cannot embed; this server's encoder is ${enc}`);
@@ -30,12 +33,14 @@ export class EncoderNames {
     const flag = this.catalog.rerankerName();
     if (name === '') {
       if (flag !== undefined) return this.reranker(this.catalog.resolve(flag), flag);
-      const def = this.catalog.resolve('', { generating: true });
-      const any = isRerankerEntry(def) ? def : this.firstListed(isRerankerEntry);
+      const def = this.defaultEntry();
+      const any = def && isRerankerEntry(def) ? def : this.firstListed(isRerankerEntry);
       if (any) return any;
+      // An empty catalog is the no-model state (503).
+      if (!def && this.catalog.list().length === 0) throw new NoModelError();
       throw new InvalidRequestError('this server has no reranker: start it with -rerank <model>');
     }
-    return this.reranker(this.catalog.resolve(name, { generating: true }), flag ?? this.firstListed(isRerankerEntry)?.name);
+    return this.reranker(this.catalog.resolve(name, { encoding: true }), flag ?? this.firstListed(isRerankerEntry)?.name);
   }
 
   /** The entry if it is a cross-encoder (-rerank naming an encoder is refused here too), else a 400 naming one there is. */
@@ -43,6 +48,11 @@ export class EncoderNames {
     if (isRerankerEntry(entry)) return entry;
     const there = other !== undefined && other !== entry.name ? `; this server's reranker is ${other}` : '';
     throw new InvalidRequestError(`${entry.name} is not a reranker (a cross-encoder)${there}`);
+  }
+
+  /** The default model's entry; undefined where there is none (only encoders, or nothing, listed). */
+  private defaultEntry(): CatalogEntry | undefined {
+    return this.catalog.defaultName() === undefined ? undefined : this.catalog.resolve('', { encoding: true });
   }
 
   private firstListed(test: (e: CatalogEntry) => boolean): CatalogEntry | undefined {

@@ -189,6 +189,13 @@ export class ModelManager {
     return names.includes(lm.name) ? lm.name : (names[0] ?? lm.name);
   }
 
+  /** A former default model (stay) whose weights another name still lists: -keep-alive from now, as a model any request loaded. */
+  endStay(lm: LoadedModel): void {
+    if (lm.keepAliveMs !== Infinity) return;
+    lm.keepAliveMs = this.config.keepAliveMs;
+    lm.expiresAt = lm.keepAliveMs === Infinity ? undefined : new Date(Date.now() + lm.keepAliveMs);
+  }
+
   /** Whether `lm` still serves requests: false once it is unloaded or being unloaded. */
   inService(lm: LoadedModel): boolean {
     return this.ready.get(lm.entry.path) === lm;
