@@ -222,4 +222,9 @@ describe('TLS with an API key', () => {
     expect(c.object).toBe('chat.completion');
     await expect(send(srv.url.replace('https:', 'http:') + '/healthz')).rejects.toThrow();
   });
+
+  it('a certificate without its key, or a file that is no certificate, stops the server with status 2 naming the flags (it was 1 and OpenSSL\'s words)', async () => {
+    await expect(startServer(['-m', model(), '-tls-cert', file('server.pem')])).rejects.toThrow(/^server exited with 2:[\s\S]*svc: flags -tls-cert .*server\.pem \(and no -tls-key: the key is looked for in the same file\): not a PEM certificate and its private key/);
+    await expect(startServer(['-m', model(), '-tls-cert', '/etc/hosts', '-tls-key', file('server.key')])).rejects.toThrow(/^server exited with 2:[\s\S]*svc: flags -tls-cert \/etc\/hosts and -tls-key .*: not a PEM certificate/);
+  });
 });

@@ -279,6 +279,26 @@ describe('startup flags', () => {
     await expect(startServer(['-embed', '/nowhere/encoder.gguf'])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: no model file at \/nowhere\/encoder\.gguf/);
     await expect(startServer(['-rerank', './nowhere.gguf'])).rejects.toThrow(/flag -rerank: no model file at \.\/nowhere\.gguf/);
   });
+
+  it('refuse a file that is no GGUF model, or a folder (the server ran, failing every request)', async () => {
+    await expect(startServer(['-m', '/etc/hosts'])).rejects.toThrow(/exited with 2:[\s\S]*flag -m: \/etc\/hosts is not a GGUF model file/);
+    await expect(startServer(['-embed', tmpdir()])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: .* is a folder, not a model file/);
+  });
+
+  it('a -m store name not pulled yet: /healthz and every generation say which model to pull (it said "Pull one", and a pull of another model then 404ed)', async () => {
+    const srv = await startServer(['-m', 'not-pulled-yet', '-threads', '1'], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'o-')) } });
+    try {
+      const why = 'this server\'s default model not-pulled-yet is not in the store. Pull it: POST /api/pull {"model": "not-pulled-yet"}';
+      const health: any = await (await fetch(`${srv.url}/healthz`)).json();
+      expect([health.status, health.warning]).toEqual(['ok', why]);
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }] });
+      expect([r.status, r.json.error.message]).toEqual([503, why]);
+      // The server's state, not a new fault each time.
+      expect(srv.logs()).not.toMatch(/ERROR/);
+    } finally {
+      await srv.stop();
+    }
+  });
 });
 
 describe('npm start (scripts/start-demo.mjs)', () => {

@@ -220,6 +220,11 @@ describe('local-runner dialect on the real engine (stories260K)', () => {
     const missing = await postJson(`${srv.url}/api/show`, { model: 'no-such-model' });
     expect(missing.status).toBe(404);
     expect(missing.json.error).toMatch(/^no model named no-such-model/);
+    // An empty name is the default model (spec rule 1); none at all is the runner's 400.
+    const byDefault = await postJson(`${srv.url}/api/show`, { model: '' });
+    expect([byDefault.status, byDefault.json.model_info?.['general.architecture']]).toEqual([200, 'llama']);
+    const none = await postJson(`${srv.url}/api/show`, {});
+    expect([none.status, none.json.error]).toEqual([400, 'model is required']);
 
     expect(await ollama.version()).toEqual({ version: '0.3.0' });
   });

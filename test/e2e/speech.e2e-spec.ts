@@ -238,6 +238,9 @@ describe('speech-to-text flags and the addon', () => {
     const none = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', '/nonexistent/ggml-base.bin'], { encoding: 'utf8', timeout: 30_000 });
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('flag -whisper needs a whisper.cpp model: cannot read /nonexistent/ggml-base.bin (ENOENT)');
+    // A file whisper.cpp cannot read is the flag's mistake too: status 2 (it was 1).
+    const bad = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', '/etc/hosts', '-addr', '127.0.0.1:0'], { encoding: 'utf8', timeout: 30_000 });
+    expect([bad.status, bad.stderr]).toEqual([2, expect.stringMatching(/svc: flag -whisper-model: \/etc\/hosts: /)]);
   });
 
   it('exports nothing of whisper.cpp or its ggml: the two ggml copies never meet', () => {

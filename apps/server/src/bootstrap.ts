@@ -1,3 +1,4 @@
+import { createSecureContext } from 'node:tls';
 import { Logger, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -7,7 +8,7 @@ import { loadBackend } from '../../../libs/engine/src/backend/backend-loader';
 import { ModelManager } from '../../../libs/engine/src/models/model-manager';
 import { loadDefaultModel as loadDefaultWeights } from '../../../libs/engine/src/models/default-model';
 import { EncoderPool } from '../../../libs/engine/src/embeddings/encoder-pool';
-import { NoModelError } from '../../../libs/engine/src/core/errors';
+import { NoModelError, StartupError } from '../../../libs/engine/src/core/errors';
 import { installBodyParsing } from '../../../libs/http/src/body-parsing';
 import { trackConnections } from '../../../libs/http/src/connection-drain';
 import { HttpErrorFilter } from '../../../libs/http/src/error.filter';
@@ -38,7 +39,7 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   const engineBackend = backend ?? loadBackend(config.backend);
   // -tls-client-ca: mutual TLS; a client without a certificate from that CA fails the handshake (libs/auth).
   const mtls = config.auth.tlsClientCa ? { ca: readFileSync(config.auth.tlsClientCa), requestCert: true, rejectUnauthorized: true } : {};
-  const https = config.tlsCert ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey ?? config.tlsCert), ...mtls } : undefined;
+  const https = config.tlsCert ? tlsOptions(config.tlsCert, config.tlsKey, mtls) : undefined;
   // No Nest middleware is used: without @fastify/middie no request pays for a middleware
   // pass (a module that adds one fails at boot, as fastify then has no use()).
   // Errors answered before any route runs get the spec's shape too (`as never`: Fastify types that
@@ -84,6 +85,21 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   return app;
 }
 
+/**
+ * The certificate and key, checked as TLS will use them: a key that is missing (-tls-key defaults
+ * to the -tls-cert file) or does not match is the flags' mistake (exit 2), not OpenSSL's words.
+ */
+function tlsOptions(certPath: string, keyPath: string | undefined, mtls: { ca?: Buffer }): { cert: Buffer; key: Buffer; ca?: Buffer } {
+  const opts = { cert: readFileSync(certPath), key: readFileSync(keyPath ?? certPath), ...mtls };
+  try {
+    createSecureContext(opts);
+  } catch (err) {
+    const which = keyPath ? `-tls-cert ${certPath} and -tls-key ${keyPath}` : `-tls-cert ${certPath} (and no -tls-key: the key is looked for in the same file)`;
+    throw new StartupError(`flags ${which}: not a PEM certificate and its private key (${(err as Error).message})`);
+  }
+  return opts;
+}
+
 /** Loads the default model after listening, so /healthz can report "loading". */
 async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promise<void> {
   const boot = app.get(BootState);
@@ -93,7 +109,8 @@ async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promi
   } catch (err) {
     if (err instanceof NoModelError) {
       boot.state = 'no-model';
-      log.warn('no model in the store: generation routes answer 503 until one is pulled (POST /api/pull)');
+      boot.noModel = err.message;
+      log.warn(`${err.message}: generation routes answer 503 until then`);
       return;
     }
     boot.state = 'failed';

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { bootstrap } from './bootstrap';
-import { buildConfig, checkDefaultModelFile, checkFlagFiles, checkWhisperModel, VERSION } from './config/server-config';
+import { buildConfig, checkModelFlags, checkFlagFiles, checkWhisperModel, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
+import { StartupError } from '../../../libs/engine/src/core/errors';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
 
@@ -30,7 +31,7 @@ async function main(): Promise<void> {
     }
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);
-    checkDefaultModelFile(config);
+    checkModelFlags(config);
     checkFlagFiles(flags);
     checkWhisperModel(config);
   } catch (err) {
@@ -79,5 +80,6 @@ function stop(app: Awaited<ReturnType<typeof bootstrap>>, signal: string): void 
 
 main().catch((err) => {
   console.error(`svc: ${(err as Error).message}`);
-  process.exit(1);
+  // A flag's file found unusable while the server boots (a word list, a speech model) is a flag error.
+  process.exit(err instanceof StartupError ? 2 : 1);
 });

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
+import { NoModelError } from '../../engine/src/core/errors';
 import { isLingering } from './body-parsing';
 import { errorBody, toHttpFailure } from './http-errors';
 import { failHijacked } from './sse';
@@ -22,7 +23,9 @@ export class HttpErrorFilter implements ExceptionFilter {
     // 501 is a route svc does not offer (the runner's push, create, blobs), and "aborted" a body
     // its client stopped sending (the client is gone): neither is a fault of the server.
     const clientLeft = f.message === 'aborted' && (req.raw.destroyed || req.raw.socket?.destroyed === true);
-    if (f.status >= 500 && f.status !== 501 && !clientLeft) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
+    // The no-model state (503) is the server's state, said at boot: each refusal is no new fault.
+    if (err instanceof NoModelError) this.log.warn(`${req.method} ${req.url}: ${f.message}`);
+    else if (f.status >= 500 && f.status !== 501 && !clientLeft) this.log.error(`${req.method} ${req.url}: ${f.message}`, (err as Error)?.stack);
     const path = (req.url ?? '').split('?')[0];
     if (reply.raw.headersSent || reply.sent) {
       // hijacked by a StreamWriter (reply.sent): answered on the raw response

@@ -5,4 +5,6 @@ export class BootState {
   state: 'loading' | 'ready' | 'no-model' | 'failed' = 'loading';
   model?: ServedWeights;
   error?: string;
+  /** Why there is no model (the no-model state): what /healthz warns. */
+  noModel?: string;
 }

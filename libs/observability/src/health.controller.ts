@@ -46,7 +46,7 @@ export class HealthController {
     };
     // The speech model (-whisper), by its file name: it is loaded before the server listens.
     if (this.transcriber?.enabled) body.transcription = this.transcriber.modelName;
-    if (this.boot.state === 'no-model') body.warning = 'this server has no model. Pull one: POST /api/pull';
+    if (this.boot.state === 'no-model') body.warning = this.boot.noModel ?? 'this server has no model. Pull one: POST /api/pull';
     if (this.boot.error) body.warning = this.boot.error;
     await reply.status(ok ? 200 : 503).send(body);
   }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ServerConfig, SERVER_CONFIG } from '../../../apps/server/src/config/server-config';
 import type { Caller } from '../../auth/src/caller';
@@ -53,6 +54,8 @@ export class RetrievalService implements OnApplicationBootstrap {
   private refreshing?: Promise<void>;
   private lastLook = -Infinity;
 
+  private readonly indexDir: string;
+
   constructor(
     @Inject(SERVER_CONFIG) config: ServerConfig,
     @Inject(EncoderPool) private readonly encoders: EncoderPool,
@@ -60,7 +63,8 @@ export class RetrievalService implements OnApplicationBootstrap {
     @Inject(EmbeddingService) private readonly embeddings: EmbeddingService,
     @Inject(RerankService) private readonly reranker: RerankService,
   ) {
-    if (config.features.index) this.index = new DocumentIndex(resolve(config.features.indexDir), (m) => this.log.warn(m));
+    this.indexDir = resolve(config.features.indexDir);
+    if (config.features.index) this.index = new DocumentIndex(this.indexDir, (m) => this.log.warn(m));
     this.embedder = {
       identity: async () => {
         const { encoder, name } = await encoders.acquire('', 'embed');
@@ -73,6 +77,8 @@ export class RetrievalService implements OnApplicationBootstrap {
   /** The index file is read and brought up to date at boot, so the first retrieve does not wait for it. */
   onApplicationBootstrap(): void {
     if (!this.index) return;
+    // A mistyped folder would look like an empty index: said once (it may be made later, and is read then).
+    if (!existsSync(this.indexDir)) this.log.warn(`index: ${this.indexDir} does not exist (yet): no documents until it does`);
     this.index.load();
     this.current().then(
       () => this.log.log(`index: ${this.index!.documentCount} documents, ${this.index!.chunkCount} chunks, embedded with ${this.index!.model}`),

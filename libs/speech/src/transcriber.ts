@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { basename } from 'node:path';
 import { ServerConfig, SERVER_CONFIG } from '../../../apps/server/src/config/server-config';
-import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError } from '../../engine/src/core/errors';
+import { ClientGoneError, InvalidRequestError, QueueFullError, ServerShuttingDownError, StartupError } from '../../engine/src/core/errors';
 import { MAX_AUDIO_SECONDS } from './audio/limits';
 import { loadWhisperAddon, WhisperAddon, WhisperModel, WhisperOptions, WhisperResult } from './whisper-addon';
 
@@ -41,7 +41,10 @@ export class Transcriber implements OnApplicationShutdown {
       const addon = this.whisper();
       const path = this.config.features.whisperModel!;
       const t0 = performance.now();
-      this.model = await addon.loadModel(path);
+      // Loaded at boot: a file whisper.cpp cannot read is the flag's mistake (exit 2).
+      this.model = await addon.loadModel(path).catch((err: Error) => {
+        throw new StartupError(`flag -whisper-model: ${path}: ${err.message}`);
+      });
       this.log.log(`whisper ${addon.version}: loaded ${path} (${this.model.info.type}, ${this.model.info.multilingual ? 'multilingual' : 'English only'}) in ${(performance.now() - t0).toFixed(0)} ms`);
       return this.model;
     })();

@@ -172,6 +172,10 @@ export class ModelCatalog {
     if (want === undefined) throw new NoModelError();
     const hit = all.find((e) => sameModel(e.name, want));
     if (hit) return hit;
+    // -m names a store model not pulled yet: '' is served once it is.
+    if (name === '' && want === this.opts.defaultModel && !this.defaultFile) {
+      throw new NoModelError(`this server's default model ${want} is not in the store. Pull it: POST /api/pull {"model": "${want}"}`);
+    }
     if (opts.generating && this.defaultNameIn(() => all) === undefined) throw new NoModelError();
     if (all.length === 0 && (name === '' || opts.generating || opts.encoding)) throw new NoModelError();
     throw new ModelNotFoundError(notFoundMessage(want, all));

@@ -1,8 +1,9 @@
+import { StartupError } from '../../../../libs/engine/src/core/errors';
 import { FLAGS, FlagDef } from './flag-table';
 
 export type FlagValues = Record<string, string | boolean | number | string[]>;
 
-export class FlagError extends Error {}
+export class FlagError extends StartupError {}
 
 /**
  * Go-style flags, as the spec writes them: `-flag value`, `-flag=value`,

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { homedir, availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
@@ -137,14 +137,36 @@ function parseAddr(addr: string): [string, number] {
 
 /**
  * At startup (not in buildConfig, which also checks manifests written for another machine's
- * files): a -m, -embed or -rerank path that names no file is a mistake to say at once, not a server started with
- * no model. Store names (`qwen2.5:0.5b`, `hf.co/org/repo:tag`) neither end in .gguf nor start
- * with / or ./.
+ * files): a -m, -embed or -rerank that names nothing the server could load is a mistake to say at
+ * once (exit 2), not a server that runs and fails every request: a path to no file, a folder or a
+ * file that is no GGUF model. Store names (`qwen2.5:0.5b`, `hf.co/org/repo:tag`) neither end in
+ * .gguf nor start with / or ./.
  */
-export function checkDefaultModelFile(config: ServerConfig): void {
+export function checkModelFlags(config: ServerConfig): void {
   for (const [flag, m] of [['m', config.defaultModel], ['embed', config.features.embed], ['rerank', config.features.rerank]] as const) {
-    const looksLikePath = m !== undefined && (/\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m));
+    if (m === undefined) continue;
+    const looksLikePath = /\.gguf$/i.test(m) || /^(\/|\.\.?\/)/.test(m);
     if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -${flag}: no model file at ${m}`);
+    // What the catalog reads as a file path (catalog.ts isFilePath). A store name is looked up at
+    // each request instead: a server may start before its model is pulled.
+    const problem = (m.includes('/') || m.endsWith('.gguf')) && existsSync(m) ? notAModelFile(m) : undefined;
+    if (problem) throw new FlagError(`flag -${flag}: ${m} ${problem}`);
+  }
+}
+
+/** Why a file cannot be a model the engine loads (undefined when it starts as a GGUF file does). */
+function notAModelFile(path: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    if (statSync(path).isDirectory()) return 'is a folder, not a model file';
+    fd = openSync(path, 'r');
+    const magic = Buffer.alloc(4);
+    const n = readSync(fd, magic, 0, 4, 0);
+    return n === 4 && magic.toString('latin1') === 'GGUF' ? undefined : 'is not a GGUF model file';
+  } catch (err) {
+    return `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

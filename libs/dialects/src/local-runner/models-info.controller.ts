@@ -42,7 +42,8 @@ export class ModelsInfoController {
   @HttpCode(200)
   async show(@Body() dto: ShowRequestDto): Promise<unknown> {
     const name = dto.model ?? dto.name;
-    if (!name) throw new InvalidRequestError('model is required');
+    // An empty name is the server's default model (spec rule 1); none at all is the runner's 400.
+    if (name === undefined || name === null) throw new InvalidRequestError('model is required');
     // Unknown names: the catalog's ModelNotFoundError (404, with the available names).
     const entry = this.catalog.resolve(name);
     const fullKv = dto.verbose ? fullMetadata(entry.path) : undefined;

@@ -160,8 +160,10 @@ export class StoreController {
       (err: Error) => {
         if (!afterDelete) return;
         // Only an empty store is the no-model state; a default that failed to load is a failed load.
-        if (err instanceof NoModelError) boot.state = 'no-model';
-        else {
+        if (err instanceof NoModelError) {
+          boot.state = 'no-model';
+          boot.noModel = err.message;
+        } else {
           boot.state = 'failed';
           boot.error = `loading the default model failed: ${err.message}`;
         }

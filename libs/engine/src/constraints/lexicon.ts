@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { StartupError } from '../core/errors';
 
 /**
  * The -lexicon word list and the two GBNF grammars made from it, fed through
@@ -39,7 +40,7 @@ export class Lexicon {
     try {
       text = readFileSync(path, 'utf8');
     } catch (err) {
-      throw new Error(`cannot read the -lexicon file ${path}: ${(err as Error).message}`);
+      throw new StartupError(`cannot read the -lexicon file ${path}: ${(err as Error).message}`);
     }
     return Lexicon.fromText(text, path);
   }
@@ -53,7 +54,7 @@ export class Lexicon {
       if (/^[\p{L}\p{M}]+$/u.test(line)) words.add(line.normalize('NFC'));
       else skipped++;
     }
-    if (words.size === 0) throw new Error(`-lexicon: ${source} holds no words (one word of letters per line)`);
+    if (words.size === 0) throw new StartupError(`-lexicon: ${source} holds no words (one word of letters per line)`);
     return new Lexicon([...words].sort(), skipped);
   }
 }

@@ -14,6 +14,12 @@ export class EngineError extends Error {
   }
 }
 
+/**
+ * A flag's value the server cannot start with (a file that is not what the flag wants): the
+ * process ends with status 2 and the message, as for a malformed flag, not 1 and a library's words.
+ */
+export class StartupError extends Error {}
+
 export class InvalidRequestError extends EngineError {
   constructor(message: string) {
     super(message, 400);
@@ -27,8 +33,8 @@ export class ModelNotFoundError extends EngineError {
 }
 
 export class NoModelError extends EngineError {
-  constructor() {
-    super('this server has no model. Pull one: POST /api/pull', 503);
+  constructor(message = 'this server has no model. Pull one: POST /api/pull') {
+    super(message, 503);
   }
 }
 

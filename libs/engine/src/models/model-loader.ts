@@ -62,6 +62,8 @@ export async function loadModel(entry: CatalogEntry, deps: LoaderDeps): Promise<
 async function serve(entry: CatalogEntry, native: NativeModel, hash: string, deps: LoaderDeps, started: number): Promise<LoadedModel> {
   const { backend, config: c, kept, log } = deps;
   const nCtxSeq = Math.min(native.info.nCtxTrain || DEFAULT_CTX_CAP, c.ctxSize > 0 ? c.ctxSize : DEFAULT_CTX_CAP);
+  // Past the trained context a model's positions mean nothing it learned: held to it, said so.
+  if (native.info.nCtxTrain && c.ctxSize > nCtxSeq) log.warn(`-ctx-size ${c.ctxSize} is above what ${entry.name} was trained on: ${nCtxSeq} positions per request`);
   // Every sequence id llama.cpp allows: running requests, retained prompts and contexts share them.
   const nSeqMax = 256;
   // Every id running requests and retained prompts cycle through keeps its chain
