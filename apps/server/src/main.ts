@@ -24,10 +24,12 @@ async function main(): Promise<void> {
       return;
     }
     if (positional[0] === 'pull') {
-      // svc pull <name>: through a running server at -addr, else straight into -store.
-      if (positional.length !== 2) throw new FlagError('usage: svc pull <model or URL> [-addr host:port] [-store dir]');
+      // svc pull <name>: through a running server at -addr (with its key, over HTTPS when given
+      // its certificate), else, only when nothing listens there, straight into -store.
+      if (positional.length !== 2) throw new FlagError('usage: svc pull <model or URL> [-addr host:port] [-store dir] [-api-key key] [-tls-cert pem]');
       const c = buildConfig(flags);
-      process.exit(await runPullCommand(positional[1], { host: c.host, port: c.port, storeDir: c.storeDir }));
+      checkFlagFiles(flags);
+      process.exit(await runPullCommand(positional[1], { host: c.host, port: c.port, storeDir: c.storeDir, apiKey: c.apiKeys[0], tlsCert: c.tlsCert }));
     }
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);

@@ -1,8 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import { ManifestStore } from '../manifest-store';
 import { PullProgress, PullService } from './pull-service';
+import { NoServerError, postToServer, ServerLink } from './server-link';
 
-export interface PullCliOptions {
-  /** The -addr of a server that may be running (host:port). */
+export interface PullCliOptions extends ServerLink {
+  /** The -addr of a server that may be running (host:port; 0.0.0.0 and :: mean loopback). */
   host: string;
   port: number;
   storeDir: string;
@@ -10,21 +12,20 @@ export interface PullCliOptions {
 }
 
 /**
- * `svc pull <name>`: asks a running server at -addr (so it sees the model at
- * once), else pulls straight into the store. Progress is drawn on stderr.
+ * `svc pull <name>`: asks a running server at -addr (so it sees the model at once), else, only
+ * when nothing listens there, pulls straight into the store. Progress is drawn on stderr.
  */
 export async function runPullCommand(name: string, o: PullCliOptions): Promise<number> {
   const bar = new ProgressBar();
   const host = o.host === '0.0.0.0' || o.host === '::' ? '127.0.0.1' : o.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${o.port}/api/pull`;
-  let res: Response | undefined;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: name, insecure: o.insecure }) });
-  } catch {
-    res = undefined; // no server: pull directly
-  }
-  try {
-    if (res) await readStream(res, (p) => bar.update(p));
+    let res: IncomingMessage | undefined;
+    try {
+      res = await postToServer({ ...o, host }, '/api/pull', { model: name, insecure: o.insecure });
+    } catch (err) {
+      if (!(err instanceof NoServerError)) throw err;
+    }
+    if (res) await readStream(res, (p) => bar.update(p), o.apiKey !== undefined);
     else await new PullService(new ManifestStore(o.storeDir, true)).pull(name, { insecure: o.insecure, onProgress: (p) => bar.update(p) });
     bar.done();
     return 0;
@@ -35,21 +36,26 @@ export async function runPullCommand(name: string, o: PullCliOptions): Promise<n
   }
 }
 
-async function readStream(res: Response, on: (p: PullProgress) => void): Promise<void> {
-  if (!res.ok || !res.body) {
-    const text = await res.text();
+async function readStream(res: IncomingMessage, on: (p: PullProgress) => void, sentKey: boolean): Promise<void> {
+  const dec = new TextDecoder();
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    let text = '';
+    for await (const chunk of res) text += dec.decode(chunk as Buffer, { stream: true });
     let msg = text;
     try {
       msg = JSON.parse(text).error ?? text;
     } catch {
       // not JSON
     }
-    throw new Error(msg || `server answered ${res.status}`);
+    if (typeof msg !== 'string') msg = JSON.stringify(msg);
+    // Say where svc pull takes a key from: the server's own message speaks of headers.
+    if (status === 401) msg += sentKey ? ' (the key from -api-key or $SVC_API_KEY was refused)' : ' (svc pull sends the key given with -api-key, else $SVC_API_KEY)';
+    throw new Error(msg || `server answered ${status}`);
   }
   let buf = '';
-  const dec = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += dec.decode(chunk, { stream: true });
+  for await (const chunk of res) {
+    buf += dec.decode(chunk as Buffer, { stream: true });
     let nl: number;
     while ((nl = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, nl).trim();
