@@ -9,4 +9,11 @@
 const budget = Number(process.env.SVC_V8_INTERRUPT_BUDGET ?? 2048);
 if (Number.isInteger(budget) && budget > 0) require('node:v8').setFlagsFromString(`--interrupt-budget=${budget}`);
 
+// Loading the server's code takes most of a second: a SIGTERM then (a pod scaled down at once)
+// killed the process with 143. Noted here, handled once main.ts has its own handlers.
+const early = (signal) => (globalThis.__svcEarlySignal ??= signal);
+process.on('SIGTERM', early);
+process.on('SIGINT', early);
+globalThis.__svcEarlyHandler = early;
+
 require('../dist/apps/server/src/main.js');

@@ -1,5 +1,5 @@
 // Module init for svc_engine.node: backend name, logger, systemInfo,
-// deviceCount, loadModel. See libs/engine/src/backend/native-addon.ts.
+// deviceCount, loadModel, exitNow. See libs/engine/src/backend/native-addon.ts.
 #include <napi.h>
 
 #include "chat_prompt.h"
@@ -13,7 +13,9 @@
 #include "svc.h"
 #include "svc_log.h"
 
+#include <cstdio>
 #include <mutex>
+#include <unistd.h>
 
 void ensureBackend() {
   static std::once_flag once;
@@ -46,6 +48,16 @@ static Napi::Value SetLogger(const Napi::CallbackInfo & info) {
   return env.Undefined();
 }
 
+// The forced stop (a second signal, the shutdown's time limit): ends the process without running
+// exit handlers or static destructors, which tore llama.cpp's state down under a decode still
+// running on a worker thread (SIGSEGV instead of the exit status asked for).
+static Napi::Value ExitNow(const Napi::CallbackInfo & info) {
+  const int code = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+  fflush(stdout);
+  fflush(stderr);
+  _exit(code);
+}
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ensureBackend();
   auto * data = new AddonData();
@@ -61,6 +73,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("systemInfo", Napi::Function::New<SystemInfo>(env, "systemInfo"));
   exports.Set("deviceCount", Napi::Function::New<DeviceCount>(env, "deviceCount"));
   exports.Set("setLogger", Napi::Function::New<SetLogger>(env, "setLogger"));
+  exports.Set("exitNow", Napi::Function::New<ExitNow>(env, "exitNow"));
   exports.Set("loadModel", Napi::Function::New<Model::Load>(env, "loadModel"));
   return exports;
 }

@@ -226,5 +226,7 @@ describe('TLS with an API key', () => {
   it('a certificate without its key, or a file that is no certificate, stops the server with status 2 naming the flags (it was 1 and OpenSSL\'s words)', async () => {
     await expect(startServer(['-m', model(), '-tls-cert', file('server.pem')])).rejects.toThrow(/^server exited with 2:[\s\S]*svc: flags -tls-cert .*server\.pem \(and no -tls-key: the key is looked for in the same file\): not a PEM certificate and its private key/);
     await expect(startServer(['-m', model(), '-tls-cert', '/etc/hosts', '-tls-key', file('server.key')])).rejects.toThrow(/^server exited with 2:[\s\S]*svc: flags -tls-cert \/etc\/hosts and -tls-key .*: not a PEM certificate/);
+    // It booted, then failed every handshake.
+    await expect(startServer(['-m', model(), '-tls-cert', file('server.pem'), '-tls-key', file('server.key'), '-tls-client-ca', '/etc/hosts'])).rejects.toThrow(/^server exited with 2:[\s\S]*svc: flag -tls-client-ca: holds no PEM certificate/);
   });
 });

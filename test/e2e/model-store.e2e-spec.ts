@@ -2,6 +2,8 @@ import { Ollama } from 'ollama';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
 import { FakeRegistry, serveChangingFile, sha256 } from './helpers/fake-registry';
 import { hashTree, writeOllamaModel } from './helpers/ollama-store';
@@ -214,3 +216,36 @@ describe('two models under a memory budget that fits one', () => {
     expect(srv.logs()).toMatch(/unloaded a\b/);
   });
 });
+
+describe('a shutdown during a pull', () => {
+  it('ends the pull with a message to resume it and exits 0, not after the 60 s limit', async () => {
+    // An origin that sends the first bytes of a large file, then stalls.
+    const origin = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(64 << 20), etag: '"stall"' });
+      if (req.method === 'HEAD') res.end();
+      else res.write(weights.subarray(0, 1 << 16));
+    });
+    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(origin.address() as AddressInfo).port}/big.gguf`;
+    const srv = await startServer(['-threads', '1'], { env: { OLLAMA_MODELS: tmp('o-') } });
+    try {
+      const res = await fetch(`${srv.url}/api/pull`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: url }) });
+      const reader = res.body!.getReader();
+      await reader.read();
+      const started = Date.now();
+      const exit = srv.stop('SIGTERM');
+      let text = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString();
+      }
+      expect([await exit, Date.now() - started < 15_000]).toEqual([0, true]);
+      expect(JSON.parse(text.trim().split('\n').pop()!)).toEqual({ error: 'the server is shutting down: the pull stopped (pull again to resume it)' });
+    } finally {
+      origin.closeAllConnections();
+      origin.close();
+    }
+  });
+});
+

@@ -68,6 +68,9 @@ describe('continuous batching', () => {
     const s = await stats(srv.url);
     // It stopped long before its 1900 tokens.
     expect(s.generated_tokens - before.generated_tokens).toBeLessThan(1900);
+    // Counted as a request all the same (it was missing from the counter): 499, client closed request.
+    const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(metrics).toMatch(/svc_http_requests_total\{method="POST",route="\/v1\/completions",status="499"\} [1-9]/);
   });
 
   it('a named session whose client left mid-answer keeps its prompt: the same request again runs (it was a 400 "diverges")', async () => {
@@ -257,6 +260,40 @@ describe('graceful shutdown', () => {
     expect(await exit).toEqual([0, null]);
     expect(out).toContain('SIGTERM: finishing running requests');
     expect(out).not.toContain('\x1b[');
+  });
+
+  it('a signal while the code still loads (before any log line) waits for the boot, then stops with 0; the log names the port bound', async () => {
+    const proc = spawn(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', '127.0.0.1:0', '-m', fixtureModel(STORIES), '-threads', '1'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout!.on('data', (d) => (out += d));
+    proc.stderr!.on('data', (d) => (out += d));
+    const exit = new Promise<[number | null, string | null]>((resolve) => proc.on('exit', (code, signal) => resolve([code, signal])));
+    // Past node's own start (bin/svc.js is running), before the server's code has loaded (~0.7 s).
+    await new Promise((r) => setTimeout(r, 300));
+    proc.kill('SIGTERM');
+    // It was killed (143) when the signal came in the first ~0.7 s.
+    expect(await exit).toEqual([0, null]);
+    expect(out).toMatch(/listening on http:\/\/127\.0\.0\.1:[1-9]\d*/);
+  });
+
+  it('a second signal ends the server at once, running requests or not (Ctrl-C twice, as llama-server takes it)', async () => {
+    // A request of several seconds: the first signal waits for it.
+    const srv = await startServer(['-m', syntheticModel('qwen2.5-tiny'), '-threads', '1']);
+    const res = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 4000, temperature: 1, seed: 1, ignore_eos: true, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    srv.proc.kill('SIGINT');
+    await until(async () => srv.logs().includes('SIGINT: finishing running requests'));
+    const started = Date.now();
+    // Exit status 1, not a SIGSEGV: exit handlers freed the engine under the running decode.
+    expect([await srv.stop('SIGINT'), srv.proc.signalCode]).toEqual([1, null]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(srv.logs()).toContain('SIGINT again: exiting now');
+    await reader.cancel().catch(() => undefined);
   });
 
   it('a keep-alive client whose request finishes during the shutdown does not hold the exit', async () => {

@@ -212,6 +212,13 @@ describe('callers file and flags', () => {
     expect(cfg(['-callers', file]).callers).toHaveLength(1);
   });
 
+  it('a malformed YAML callers file is named by line and column, never by its lines (they hold keys)', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-callers-')), 'callers.yaml');
+    writeFileSync(file, 'callers:\n  - name: alice\n    keys: ["sk-alice-SUPERSECRET"]\n   clearance: SECRET\n');
+    expect(() => cfg(['-callers', file])).toThrow(`flag -callers: callers file ${file}: bad indentation of a sequence entry at line 4, column 4`);
+    expect(() => cfg(['-callers', file])).not.toThrow(/SUPERSECRET/);
+  });
+
   const cfg = (args: string[]) => buildAuthConfig(parseFlags(args).flags);
 
   it('reads the auth flags', () => {

@@ -46,6 +46,17 @@ describe('downloadBlob', () => {
     return s;
   };
 
+  it('a pull called off before its download starts downloads nothing (an aborted signal fires no listener: it ran on)', async () => {
+    const data = Buffer.alloc(4096, 3);
+    const s = await start((_req, res) => res.end(data));
+    const dir = mkdtempSync(join(tmpdir(), 'svc-blob-'));
+    const ac = new AbortController();
+    ac.abort();
+    await expect(downloadBlob(job(s.url, dir, { size: data.length }, { signal: ac.signal }))).rejects.toThrow();
+    expect(s.requests).toEqual([]);
+    expect(existsSync(join(dir, `sha256-${hex(data)}`))).toBe(false);
+  });
+
   it('falls back to one download from a server without byte ranges, and downloads nothing more', async () => {
     const data = Buffer.alloc(PARALLEL_THRESHOLD + 4096, 7);
     const s = await start((_req, res) => res.writeHead(200, { 'content-length': data.length }).end(data));

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { Logger, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -76,11 +77,22 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
     metrics.observeHttp(req.method, req.routeOptions?.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
+  // A client gone before its answer ended (a stream cut, a request left waiting) never reaches
+  // onResponse: counted as 499, nginx's "client closed request", so every request is in the counter.
+  fastify.addHook('onRequest', (req, reply, done) => {
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) metrics.observeHttp(req.method, req.routeOptions?.url ?? 'unmatched', 499, reply.elapsedTime / 1000);
+    });
+    done();
+  });
   app.useGlobalFilters(new HttpErrorFilter());
   app.useGlobalPipes(validationPipe());
   trackConnections(app.getHttpServer());
   await app.listen(config.port, config.host);
-  log.log(`listening on ${https ? 'https' : 'http'}://${config.host}:${config.port} (backend ${engineBackend.name})`);
+  // The address bound (port 0 picks one; an IPv6 host is bracketed in a URL).
+  const bound = app.getHttpServer().address() as { address: string; port: number } | null;
+  const host = bound?.address ?? config.host;
+  log.log(`listening on ${https ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound?.port ?? config.port} (backend ${engineBackend.name})`);
   void loadDefaultModel(app, log);
   return app;
 }
@@ -91,6 +103,14 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
  */
 function tlsOptions(certPath: string, keyPath: string | undefined, mtls: { ca?: Buffer }): { cert: Buffer; key: Buffer; ca?: Buffer } {
   const opts = { cert: readFileSync(certPath), key: readFileSync(keyPath ?? certPath), ...mtls };
+  // A CA file with no certificate in it boots, then fails every handshake: said at once instead.
+  if (opts.ca) {
+    try {
+      new X509Certificate(opts.ca);
+    } catch (err) {
+      throw new StartupError(`flag -tls-client-ca: holds no PEM certificate (${(err as Error).message})`);
+    }
+  }
   try {
     createSecureContext(opts);
   } catch (err) {

@@ -4,12 +4,23 @@ import { bootstrap } from './bootstrap';
 import { buildConfig, checkModelFlags, checkFlagFiles, checkWhisperModel, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { StartupError } from '../../../libs/engine/src/core/errors';
+import { InferenceBackend } from '../../../libs/engine/src/backend/inference-backend';
 import { runPullCommand } from '../../../libs/store/src/pull/pull-cli';
 import { dropUnstartedRequests } from '../../../libs/http/src/connection-drain';
 
 // Logs read from a pipe (a container's, a service manager's) get no colour codes; FORCE_COLOR or a
 // NO_COLOR of one's own wins.
 if (!process.stdout.isTTY && process.env.FORCE_COLOR === undefined) process.env.NO_COLOR ??= '1';
+
+/**
+ * bin/svc.js notes a signal that comes while this code loads. Its handler stays while the server
+ * boots: a signal queued for it is delivered only to it (removing the handler dropped that
+ * signal). `svc pull` lets it go, so Ctrl-C stops a pull.
+ */
+const early = globalThis as { __svcEarlySignal?: string; __svcEarlyHandler?: (s: string) => void };
+function dropEarlyHandler(): void {
+  if (early.__svcEarlyHandler) for (const s of ['SIGTERM', 'SIGINT'] as const) process.off(s, early.__svcEarlyHandler);
+}
 
 async function main(): Promise<void> {
   let config;
@@ -24,6 +35,8 @@ async function main(): Promise<void> {
       return;
     }
     if (positional[0] === 'pull') {
+      if (early.__svcEarlySignal) process.exit(early.__svcEarlySignal === 'SIGINT' ? 130 : 143);
+      dropEarlyHandler();
       // svc pull <name>: through a running server at -addr (with its key, over HTTPS when given
       // its certificate), else, only when nothing listens there, straight into -store.
       if (positional.length !== 2) throw new FlagError('usage: svc pull <model or URL> [-addr host:port] [-store dir] [-api-key key] [-tls-cert pem]');
@@ -51,16 +64,23 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   app = await bootstrap(config);
+  // A signal while bin/svc.js loaded this code counts as one too.
+  pending ??= early.__svcEarlySignal;
   if (pending) stop(app, pending);
 }
 
 /** Graceful stop: no new requests, running streams end cleanly, the engine is freed. */
 let stopping = false;
 function stop(app: Awaited<ReturnType<typeof bootstrap>>, signal: string): void {
-  if (stopping) return;
+  const backend = app.get(InferenceBackend);
+  if (stopping) {
+    // A second signal (Ctrl-C again, as llama-server takes it): stop waiting for running requests.
+    console.error(`svc: ${signal} again: exiting now`);
+    backend.exitNow(1);
+  }
   stopping = true;
   console.error(`svc: ${signal}: finishing running requests`);
-  const force = setTimeout(() => process.exit(1), 60_000);
+  const force = setTimeout(() => backend.exitNow(1), 60_000);
   force.unref();
   // A keep-alive connection whose request finishes during the close stays open and would hold
   // the close until the forced exit: such connections are closed as soon as they go idle, and

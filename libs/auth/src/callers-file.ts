@@ -25,7 +25,10 @@ export function loadCallersFile(path: string, levels: string[]): CallerEntry[] {
   try {
     doc = text.trim().startsWith('{') || text.trim().startsWith('[') ? JSON.parse(text) : loadYaml(text);
   } catch (err) {
-    throw new Error(`callers file ${path}: ${(err as Error).message}`);
+    // js-yaml's message quotes the lines around the fault, keys included: only its reason and place go to the logs.
+    const y = err as { reason?: string; mark?: { line: number; column: number } };
+    const why = y.reason !== undefined && y.mark ? `${y.reason} at line ${y.mark.line + 1}, column ${y.mark.column + 1}` : (err as Error).message;
+    throw new Error(`callers file ${path}: ${why}`);
   }
   return parseCallers(doc, levels, path);
 }

@@ -1,8 +1,8 @@
-import { Body, Controller, Delete, Head, HttpCode, HttpException, Inject, Post, Req, Res } from '@nestjs/common';
+import { BeforeApplicationShutdown, Body, Controller, Delete, Head, HttpCode, HttpException, Inject, Post, Req, Res } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ServerConfig, SERVER_CONFIG } from '../../../../apps/server/src/config/server-config';
-import { InvalidRequestError, NoModelError } from '../../../engine/src/core/errors';
+import { InvalidRequestError, NoModelError, ServerShuttingDownError } from '../../../engine/src/core/errors';
 import { EncoderPool } from '../../../engine/src/embeddings/encoder-pool';
 import { loadDefaultModel } from '../../../engine/src/models/default-model';
 import { LoadedModel } from '../../../engine/src/models/loaded-model';
@@ -18,14 +18,19 @@ import { StoreAdmin } from '../../../store/src/store-admin';
 
 type Json = Record<string, unknown>;
 
+const SHUTDOWN_PULL = 'the server is shutting down: the pull stopped (pull again to resume it)';
+
 /**
  * The local-runner's model-store routes: pull, copy, delete (svc's own store
  * only); push, create and blob uploads are not offered (501).
  */
 @Controller('api')
-export class StoreController {
+export class StoreController implements BeforeApplicationShutdown {
   private readonly puller: PullService;
   private readonly admin: StoreAdmin;
+  /** Pulls in flight: a shutdown ends them (a download of gigabytes outlasts any grace period; its parts resume). */
+  private readonly pulling = new Set<AbortController>();
+  private closing = false;
 
   constructor(
     @Inject(ModelCatalog) private readonly catalog: ModelCatalog,
@@ -49,12 +54,15 @@ export class StoreController {
     // Refuse a hostile or empty name before a stream (and its 200) begins.
     if (!/^https?:\/\//i.test(source)) parseModelRef(source);
     const ac = new AbortController();
+    this.pulling.add(ac);
     reply.raw.on('close', () => {
+      this.pulling.delete(ac);
       if (!reply.raw.writableFinished) ac.abort();
     });
     const opts = { insecure: body.insecure === true, signal: ac.signal };
     if (body.stream === false) {
       await this.puller.pull(source, opts).catch((err) => {
+        if (this.closing) throw new ServerShuttingDownError(SHUTDOWN_PULL);
         const f = toHttpFailure(err);
         throw new HttpException(`pull ${source}: ${f.message}`, f.status >= 400 ? f.status : 500);
       });
@@ -69,9 +77,14 @@ export class StoreController {
       this.afterPull();
       this.freeUnlisted();
     } catch (err) {
-      out.line({ error: (err as Error).message });
+      out.line({ error: this.closing ? SHUTDOWN_PULL : (err as Error).message });
     }
     out.end();
+  }
+
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    for (const ac of this.pulling) ac.abort();
   }
 
   @Post('copy')

@@ -13,4 +13,12 @@ export abstract class InferenceBackend {
   abstract readonly gpuCount: number;
   abstract systemInfo(): string;
   abstract loadModel(path: string, opts?: NativeLoadOptions): Promise<NativeModel>;
+
+  /**
+   * Ends the process at once (a forced stop): a native backend skips exit handlers and static
+   * destructors, which would free the engine under a decode still running on a worker thread.
+   */
+  exitNow(code: number): never {
+    process.exit(code);
+  }
 }

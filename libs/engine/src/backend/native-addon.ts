@@ -326,4 +326,6 @@ export interface NativeAddon {
   /** Route llama.cpp/ggml logs (level: ggml_log_level) to JS; null restores silence. */
   setLogger(fn: ((level: number, text: string) => void) | null): void;
   loadModel(path: string, opts?: NativeLoadOptions): Promise<NativeModel>;
+  /** _exit(code): no exit handlers or static destructors (a decode may be running on a worker thread). */
+  exitNow(code: number): never;
 }

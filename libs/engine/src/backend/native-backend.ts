@@ -33,4 +33,8 @@ export class NativeInferenceBackend extends InferenceBackend {
   loadModel(path: string, opts?: NativeLoadOptions): Promise<NativeModel> {
     return this.addon.loadModel(path, opts);
   }
+
+  override exitNow(code: number): never {
+    return this.addon.exitNow(code);
+  }
 }

@@ -56,8 +56,8 @@ export class ClientGoneError extends EngineError {
 }
 
 export class ServerShuttingDownError extends EngineError {
-  constructor() {
-    super('the server is shutting down', 503);
+  constructor(message = 'the server is shutting down') {
+    super(message, 503);
   }
 }
 

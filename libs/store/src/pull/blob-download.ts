@@ -111,6 +111,8 @@ async function fetchParts(job: BlobJob, nParts: number): Promise<Part[]> {
   if (nParts === 1) for (let i = 1; i < PARTS; i++) tryUnlink(join(job.partialDir, `${job.key}.part${i}`));
   const stop = new AbortController();
   const onAbort = () => stop.abort();
+  // A signal aborted already fires no listener: the download would run on, unasked.
+  if (job.signal?.aborted) stop.abort();
   job.signal?.addEventListener('abort', onAbort);
   const done = parts.map((p) => sizeOf(p.file));
   const report = () => job.onProgress(done.reduce((a, b) => a + b, 0), total);

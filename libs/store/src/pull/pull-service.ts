@@ -101,7 +101,11 @@ export class PullService {
     }
     const ref = refForUrl(u);
     emit({ status: 'pulling manifest' });
-    const head = await fetch(u, { method: 'HEAD', redirect: 'follow', signal: o.signal }).catch(() => undefined);
+    // A server that cannot answer HEAD is asked for the file itself; a pull called off is not.
+    const head = await fetch(u, { method: 'HEAD', redirect: 'follow', signal: o.signal }).catch((err: Error) => {
+      if (o.signal?.aborted) throw err;
+      return undefined;
+    });
     if (head && head.status === 404) throw new PullError(`pull: ${u.host} has no file at ${u.pathname}`, 404);
     const len = Number(head?.headers.get('content-length') ?? NaN);
     const size = head?.ok && Number.isFinite(len) && len > 0 ? len : undefined;
