@@ -283,6 +283,8 @@ describe('startup flags', () => {
   it('refuse a file that is no GGUF model, or a folder (the server ran, failing every request)', async () => {
     await expect(startServer(['-m', '/etc/hosts'])).rejects.toThrow(/exited with 2:[\s\S]*flag -m: \/etc\/hosts is not a GGUF model file/);
     await expect(startServer(['-embed', tmpdir()])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: .* is a folder, not a model file/);
+    // A text generator as the encoder booted, then refused every embedding.
+    await expect(startServer(['-m', fixtureModel(STORIES), '-embed', fixtureModel(STORIES)])).rejects.toThrow(/exited with 2:[\s\S]*flag -embed: .*stories260K\.gguf is a model that generates text, not an encoder \(serve it with -m\)/);
   });
 
   it('a -m store name not pulled yet: /healthz and every generation say which model to pull (it said "Pull one", and a pull of another model then 404ed)', async () => {

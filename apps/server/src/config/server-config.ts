@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { defaultEngineConfig, EngineConfig } from '../../../../libs/engine/src/engine-config';
 import { parseBytes, parseKeepAlive } from '../../../../libs/engine/src/models/residency';
 import { FlagError, FlagValues } from './flags';
+import { capabilitiesOf, readGgufMetadata } from '../../../../libs/store/src/gguf-metadata';
 import { AuthConfig, buildAuthConfig } from '../../../../libs/auth/src/auth-config';
 
 export const SERVER_CONFIG = Symbol('SERVER_CONFIG');
@@ -149,8 +150,14 @@ export function checkModelFlags(config: ServerConfig): void {
     if (looksLikePath && !existsSync(m)) throw new FlagError(`flag -${flag}: no model file at ${m}`);
     // What the catalog reads as a file path (catalog.ts isFilePath). A store name is looked up at
     // each request instead: a server may start before its model is pulled.
-    const problem = (m.includes('/') || m.endsWith('.gguf')) && existsSync(m) ? notAModelFile(m) : undefined;
+    const isFile = (m.includes('/') || m.endsWith('.gguf')) && existsSync(m);
+    const problem = isFile ? notAModelFile(m) : undefined;
     if (problem) throw new FlagError(`flag -${flag}: ${m} ${problem}`);
+    // An encoder's flag naming a text generator booted, then refused every embedding.
+    if (isFile && flag !== 'm') {
+      const caps = capabilitiesOf(readGgufMetadata(m));
+      if (caps.length > 0 && !caps.includes('embeddings')) throw new FlagError(`flag -${flag}: ${m} is a model that generates text, not an encoder (serve it with -m)`);
+    }
   }
 }
 
