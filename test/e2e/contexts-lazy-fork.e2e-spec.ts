@@ -167,7 +167,7 @@ describe('lazy forks', () => {
     await del(p.id);
   });
 
-  it('a busy parent still answers 409 to fork; forking a child meanwhile works', async () => {
+  it('a parent a request is generating on forks and snapshots (reads, not writes: they were 409s) as what it holds; forking a child meanwhile works', async () => {
     const p = await create(STORY);
     const [kid] = await fork(p.id);
     const running = fetch(`${srv.url}/v1/completions`, {
@@ -177,14 +177,24 @@ describe('lazy forks', () => {
     });
     const reader = (await running).body!.getReader();
     await reader.read();
-    expect((await postJson(`${srv.url}/v1/contexts/${p.id}/fork`, {})).status).toBe(409);
+    const [busyKid] = await fork(p.id);
+    const snap = await fetch(`${srv.url}/v1/contexts/${p.id}/snapshot`);
+    expect(snap.status).toBe(200);
+    const snapshot = Buffer.from(await snap.arrayBuffer());
     const [grandkid] = await fork(kid.id);
     expect((await greedy(NEXT, grandkid.id)).choices[0].text).toBe(ref);
+    // Taken mid-generation: the prompt prefix the request bound, not the tokens it was writing.
+    expect(busyKid.tokens).toBeLessThanOrEqual(kid.tokens);
+    expect((await greedy(NEXT, busyKid.id)).choices[0].text).toBe(ref);
     while (!(await reader.read()).done) {
       /* let the writer finish */
     }
+    const r = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: snapshot });
+    const restored = { status: r.status, json: (await r.json()) as any };
+    expect([restored.status, restored.json.tokens]).toEqual([201, busyKid.tokens]);
+    expect((await greedy(NEXT, restored.json.id)).choices[0].text).toBe(ref);
     expect((await greedy(NEXT, kid.id)).choices[0].text).toBe(ref);
-    for (const id of [p.id, kid.id, grandkid.id]) await del(id);
+    for (const id of [p.id, kid.id, grandkid.id, busyKid.id, restored.json.id]) await del(id);
   });
 });
 

@@ -82,7 +82,7 @@ export class ContextsService {
     const precision = (precisionRaw ?? 'f32') as Precision;
     if (!PRECISIONS.includes(precision)) throw new InvalidRequestError('precision must be f32, vq8 or q8');
     const { lm, ctx } = await this.find(model, who, id);
-    const state = await lm.contexts.readState(ctx);
+    const { state, tokens } = await lm.contexts.readState(ctx);
     let payload: Buffer;
     try {
       payload = encodeState(state, precision);
@@ -98,7 +98,7 @@ export class ContextsService {
       created: Math.floor(Date.now() / 1000),
       ...(kind === 'export' ? { owner: who.owner, marking: who.marking, context: ctx.id } : {}),
     };
-    return encodeSnapshot(kind, header, ctx.tokens, payload, this.config.features.contextKey);
+    return encodeSnapshot(kind, header, tokens, payload, this.config.features.contextKey);
   }
 
   async restore(model: string, who: RequestIdentity, body: Buffer): Promise<KvContext> {

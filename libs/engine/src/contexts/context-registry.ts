@@ -133,27 +133,30 @@ export class ContextRegistry {
    * length and a spilled parent stays on disk.
    */
   async fork(parent: KvContext, n: number): Promise<{ children: KvContext[]; ms: number }> {
-    return this.withContext(parent, async () => {
-      let ms = 0;
-      const children: KvContext[] = [];
-      // Inside exclusive(): the residency rules read the set of dependents between awaits.
-      await this.scheduler.exclusive(() => {
-        // fork_ms is the fork itself, not the wait for a decode step in flight.
-        const started = performance.now();
-        const source = parent.lazySource ?? parent;
-        for (let i = 0; i < n; i++) {
-          const child = new KvContext(`ctx_${this.nextId++}`, parent.owner, parent.id, Math.floor(Date.now() / 1000));
-          child.lazySource = source;
-          child.tokens = parent.tokens;
-          child.sharedWithParent = parent.tokens.length;
-          child.hidden = parent.hidden;
-          this.byId.set(child.id, child);
-          children.push(child);
-        }
-        ms = performance.now() - started;
-      });
-      return { children, ms };
+    // A fork only reads its parent (the spec's 409 is for writes): a parent a request is
+    // generating on gives children of what it holds, the prompt prefix bound (bind trims its
+    // tokens to it first), whose cells the generation never touches.
+    this.checkLive(parent);
+    let ms = 0;
+    const children: KvContext[] = [];
+    // Inside exclusive(): the residency rules read the set of dependents between awaits.
+    await this.scheduler.exclusive(() => {
+      this.checkLive(parent); // deleted while this waited
+      // fork_ms is the fork itself, not the wait for a decode step in flight.
+      const started = performance.now();
+      const source = parent.lazySource ?? parent;
+      for (let i = 0; i < n; i++) {
+        const child = new KvContext(`ctx_${this.nextId++}`, parent.owner, parent.id, Math.floor(Date.now() / 1000));
+        child.lazySource = source;
+        child.tokens = parent.tokens;
+        child.sharedWithParent = parent.tokens.length;
+        child.hidden = parent.hidden;
+        this.byId.set(child.id, child);
+        children.push(child);
+      }
+      ms = performance.now() - started;
     });
+    return { children, ms };
   }
 
   async truncate(c: KvContext, n: number): Promise<KvContext> {
@@ -199,15 +202,31 @@ export class ContextRegistry {
     else await this.delete(c);
   }
 
-  /** The serialized KV state of a context (llama.cpp's per-sequence state). */
-  async readState(c: KvContext): Promise<Buffer> {
-    return this.withContext(c, () =>
-      this.scheduler.exclusive(async () => {
-        if (c.seq === undefined && c.spillPath) return readFileSync(c.spillPath);
-        await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
-        return this.ctx.stateSeqGet(c.seq as number);
-      }),
-    );
+  /**
+   * The serialized KV state of a context (llama.cpp's per-sequence state) and the tokens it
+   * holds, read together (a request ending between the two would write a file whose tokens do
+   * not match its cells). A context a request is generating on is read as what it holds (the
+   * prompt prefix bound): its cells, shared with a sequence of their own, without the ones the
+   * generation is writing. Reading is no write: no 409.
+   */
+  async readState(c: KvContext): Promise<{ state: Buffer; tokens: Int32Array }> {
+    this.checkLive(c);
+    return this.scheduler.exclusive(async () => {
+      this.checkLive(c);
+      const tokens = c.tokens;
+      if (c.busy) {
+        const seq = await this.residency.allocSeq(c, true);
+        try {
+          this.ctx.seqCopy(c.seq as number, seq, 0, tokens.length);
+          return { state: await this.ctx.stateSeqGet(seq), tokens };
+        } finally {
+          this.scheduler.freeSeqId(seq);
+        }
+      }
+      if (c.seq === undefined && c.spillPath) return { state: readFileSync(c.spillPath), tokens };
+      await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
+      return { state: await this.ctx.stateSeqGet(c.seq as number), tokens };
+    });
   }
 
   /** A new context from saved tokens and state (restore, import). */
