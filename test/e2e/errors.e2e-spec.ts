@@ -1,10 +1,10 @@
 import OpenAI from 'openai';
 import { request } from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixtureModel, STORIES } from './helpers/fixtures';
+import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(120_000);
@@ -288,13 +288,18 @@ describe('startup flags', () => {
   });
 
   it('a -m store name not pulled yet: /healthz and every generation say which model to pull (it said "Pull one", and a pull of another model then 404ed)', async () => {
-    const srv = await startServer(['-m', 'not-pulled-yet', '-threads', '1'], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'o-')) } });
+    // The store holds an encoder only: embeddings without a model name still find it.
+    const store = mkdtempSync(join(tmpdir(), 'svc-store-ghost-'));
+    copyFileSync(syntheticModel('bert-tiny'), join(store, 'enc.gguf'));
+    const srv = await startServer(['-m', 'not-pulled-yet', '-store', store, '-threads', '1'], { env: { OLLAMA_MODELS: mkdtempSync(join(tmpdir(), 'o-')) } });
     try {
       const why = 'this server\'s default model not-pulled-yet is not in the store. Pull it: POST /api/pull {"model": "not-pulled-yet"}';
       const health: any = await (await fetch(`${srv.url}/healthz`)).json();
       expect([health.status, health.warning]).toEqual(['ok', why]);
       const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }] });
       expect([r.status, r.json.error.message]).toEqual([503, why]);
+      const e = await postJson(`${srv.url}/v1/embeddings`, { input: 'hello' });
+      expect([e.status, e.json.model]).toEqual([200, 'enc']);
       // The server's state, not a new fault each time.
       expect(srv.logs()).not.toMatch(/ERROR/);
     } finally {

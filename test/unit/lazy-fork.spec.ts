@@ -87,9 +87,10 @@ class FakeScheduler {
   }
   /** resumeSession, decode steps (another operation may run between them), release. */
   async run(b: SessionBinding, prompt: Int32Array, gen: number[]): Promise<void> {
+    const kept = Math.min(b.held.length, prompt.length - 1);
+    await this.exclusive(() => this.kv.seqRemove(b.seq, kept, -1));
+    // The prompt's first step may come later (a batch full of other prompts): operations run between.
     await this.exclusive(() => {
-      const kept = Math.min(b.held.length, prompt.length - 1);
-      this.kv.seqRemove(b.seq, kept, -1);
       for (let p = kept; p < prompt.length; p++) this.kv.decode(b.seq, p, prompt[p]);
     });
     const all = [...prompt, ...gen];
@@ -112,6 +113,25 @@ function rng(seed: number): () => number {
   let s = seed >>> 0;
   return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
 }
+
+describe('a context a request is bound to, read before its first step', () => {
+  it('holds one cell per token when the prompt is exactly what it holds (its last token is decoded again)', async () => {
+    const kv = new FakeKv(8);
+    const sched = new FakeScheduler(kv);
+    const reg = new ContextRegistry({} as never, kv as never, sched as never, mkdtempSync(join(tmpdir(), 'svc-bound-')), 4);
+    const tokens = Int32Array.from([1, 2, 3, 4, 5]);
+    const c = await reg.create('', tokens);
+    const b = await reg.bind(c, tokens, c.id);
+    // resumeSession's cut, then a snapshot and a fork before the step that decodes the token again.
+    await sched.exclusive(() => kv.seqRemove(b.seq, Math.min(b.held.length, tokens.length - 1), -1));
+    const read = await reg.readState(c);
+    checkCells(c.id, new Map(JSON.parse(read.state.toString())), read.tokens, read.tokens.length, true);
+    const [child] = (await reg.fork(c, 1)).children;
+    const r2 = await reg.readState(child);
+    checkCells(child.id, new Map(JSON.parse(r2.state.toString())), r2.tokens, r2.tokens.length, true);
+    expect(read.tokens.length).toBe(4);
+  });
+});
 
 describe('lazy forks over a model of the KV cache', () => {
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
@@ -145,7 +165,9 @@ describe('lazy forks over a model of the KV cache', () => {
           if (!c) return;
           // Continue it, or rewrite its last few tokens (re-tokenization slack).
           const keep = r() < 0.7 ? c.tokens.length : Math.max(0, c.tokens.length - Math.floor(r() * 4));
-          const prompt = Int32Array.from([...c.tokens.subarray(0, keep), ...randTokens(1 + Math.floor(r() * 4))]);
+          // Sometimes exactly what it holds: the scheduler then decodes its last token again.
+          const same = keep === c.tokens.length && keep > 0 && r() < 0.25;
+          const prompt = Int32Array.from([...c.tokens.subarray(0, keep), ...randTokens(same ? 0 : 1 + Math.floor(r() * 4))]);
           const gen = Array.from(randTokens(Math.floor(r() * 4)));
           const b = await reg.bind(c, prompt, c.id);
           await sched.run(b, prompt, gen);
@@ -153,8 +175,10 @@ describe('lazy forks over a model of the KV cache', () => {
         async () => {
           const c = pick(live());
           if (!c) return;
-          const state = new Map<number, string>(JSON.parse((await reg.readState(c)).toString()));
-          checkCells(c.id, state, c.tokens, c.tokens.length, true);
+          // Read with its cells in one KV section, also while a request generates on it.
+          const { state: raw, tokens } = await reg.readState(c);
+          const state = new Map<number, string>(JSON.parse(raw.toString()));
+          checkCells(c.id, state, tokens, tokens.length, true);
         },
         () => sched.exclusive(() => sched.pressure?.()), // KV full inside a decode step
       ];

@@ -19,6 +19,8 @@ describe('redaction', () => {
     expect(redact('müller@example.de, иван@пример.рф, e\u0301e@x.org').text).toBe('[EMAIL], [EMAIL], [EMAIL]');
     // In scripts written without spaces the text around the address stays.
     expect(redact('連絡先はuser@example.comです').text).toBe('連絡先は[EMAIL]です');
+    expect(redact('ส่งอีเมลถึงsomchai@example.co.thได้เลย').text).toBe('ส่งอีเมลถึง[EMAIL]ได้เลย');
+    expect(redact('메일: 홍길동@회사.한국 입니다').text).toBe('메일: [EMAIL] 입니다');
     expect(redact('a@b.c and x@@y.org').findings).toEqual([]);
   });
 

@@ -71,7 +71,8 @@ export class EngineService implements OnApplicationShutdown {
     const constraint = rendered.constraint ?? requested;
     const inverted = constraint.kind === 'grammar' ? invertedRepetition(constraint.gbnf) : undefined;
     if (inverted) throw new InvalidRequestError(`invalid grammar: ${inverted}`);
-    const unsatisfiable = constraint.kind === 'json_schema' ? schemaProblem(constraint.schema) : undefined;
+    // Patterns are held to JavaScript's syntax in the request's own format, not in the schema the tools make.
+    const unsatisfiable = constraint.kind === 'json_schema' ? schemaProblem(constraint.schema, { ecmaPatterns: constraint === requested }) : undefined;
     if (unsatisfiable) throw new InvalidRequestError(`invalid JSON schema: ${unsatisfiable}`);
     let sampler;
     try {

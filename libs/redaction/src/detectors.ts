@@ -40,11 +40,12 @@ function ibanValid(raw: string): boolean {
 /**
  * Addresses in any alphabet (RFC 6531: josé.garcía@empresa.es, user@münchen.de): an ASCII-only
  * pattern redacted half a name ("josé.garcí[EMAIL]"). Letters of scripts written without spaces
- * (Han, kana, Hangul) are left out, so the text around an address there is not taken with it.
+ * between words (Han, kana, Thai, Lao, Khmer, Myanmar) are left out, so the text around an
+ * address there is not taken with it (Hangul is written with spaces: its addresses are found).
  * (The `v` flag's set difference; built from a string, as TypeScript's ES2022 target lacks it.)
  */
-const WORD = String.raw`[[\p{L}\p{M}\p{N}]--[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Hangul}]]`;
-const LETTER = String.raw`[[\p{L}\p{M}]--[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Hangul}]]`;
+const WORD = String.raw`[[\p{L}\p{M}\p{N}]--[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]]`;
+const LETTER = String.raw`[[\p{L}\p{M}]--[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]]`;
 const LOCAL = String.raw`[${WORD}._%+\-]`;
 const LABEL = String.raw`[${WORD}\-]+`;
 const EMAIL = new RegExp(String.raw`(?<!${LOCAL})${LOCAL}+@${LABEL}(?:\.${LABEL})*\.${LETTER}{2,}`, 'gv');

@@ -17,15 +17,19 @@ interface Piece {
   width: number;
 }
 
-/** The problem with a pattern, or undefined. */
-export function patternProblem(pattern: string): string | undefined {
+/**
+ * The problem with a pattern, or undefined. `ecma`: one JavaScript cannot read is refused too
+ * (an answer's format); a tool's parameters keep the patterns their authors wrote for Python
+ * (`(?i)`, `(?P<name>…)`), which llama.cpp reads as best it can, as before.
+ */
+export function patternProblem(pattern: string, ecma = true): string | undefined {
   let run: number;
   try {
     run = new RegexScan(pattern).longestRun();
   } catch {
-    return invalidPattern(pattern);
+    return ecma ? invalidPattern(pattern) : undefined;
   }
-  if (run <= MAX_NULLABLE_RUN) return invalidPattern(pattern);
+  if (run <= MAX_NULLABLE_RUN) return ecma ? invalidPattern(pattern) : undefined;
   return `pattern ${JSON.stringify(pattern.length > 60 ? `${pattern.slice(0, 60)}…` : pattern)} repeats an expression that can match nothing ${run === Infinity ? 'without bound' : `${run} times`} in a row; llama.cpp's grammar would try every way to split the text among them (at most ${MAX_NULLABLE_RUN} are allowed)`;
 }
 

@@ -8,8 +8,8 @@ import { patternProblem } from './pattern-check';
  * enum let the model stop at once with "", and `not` was ignored: each answered 200 with output
  * the schema forbids, where the spec says the schema is enforced during sampling.
  */
-export function schemaProblem(schema: unknown): string | undefined {
-  return walk(schema, '', 0);
+export function schemaProblem(schema: unknown, opts: { ecmaPatterns?: boolean } = {}): string | undefined {
+  return walk(schema, '', 0, opts.ecmaPatterns ?? true);
 }
 
 const RANGES: Array<[string, string]> = [
@@ -28,23 +28,23 @@ const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems', 'items'];
 /** Past this depth a schema is left to llama.cpp (its converter has its own limits). */
 const MAX_DEPTH = 64;
 
-function walk(node: unknown, at: string, depth: number): string | undefined {
+function walk(node: unknown, at: string, depth: number, ecma: boolean): string | undefined {
   if (!node || typeof node !== 'object' || Array.isArray(node) || depth > MAX_DEPTH) return undefined;
   const s = node as Record<string, unknown>;
   const where = at ? `${at}: ` : '';
   const own = keywordProblem(s, where);
   if (own) return own;
-  const pattern = typeof s.pattern === 'string' ? patternProblem(s.pattern) : undefined;
+  const pattern = typeof s.pattern === 'string' ? patternProblem(s.pattern, ecma) : undefined;
   if (pattern) return `${where}${pattern}`;
   for (const k of ONE) {
-    const p = walk(s[k], join(at, k), depth + 1);
+    const p = walk(s[k], join(at, k), depth + 1, ecma);
     if (p) return p;
   }
   for (const k of MAP) {
     const m = s[k];
     if (!m || typeof m !== 'object' || Array.isArray(m)) continue;
     for (const [name, sub] of Object.entries(m)) {
-      const p = walk(sub, join(at, `${k}.${name}`), depth + 1);
+      const p = walk(sub, join(at, `${k}.${name}`), depth + 1, ecma);
       if (p) return p;
     }
   }
@@ -52,7 +52,7 @@ function walk(node: unknown, at: string, depth: number): string | undefined {
     const list = s[k];
     if (!Array.isArray(list)) continue;
     for (let i = 0; i < list.length; i++) {
-      const p = walk(list[i], join(at, `${k}[${i}]`), depth + 1);
+      const p = walk(list[i], join(at, `${k}[${i}]`), depth + 1, ecma);
       if (p) return p;
     }
   }

@@ -214,7 +214,9 @@ export class ContextRegistry {
     return this.scheduler.exclusive(async () => {
       this.checkLive(c);
       const tokens = c.tokens;
-      if (c.busy) {
+      // Busy and resident: a request bound to it (or a truncate waiting its turn). A lazy or
+      // spilled context has no cells of its own to share: it is read as when idle.
+      if (c.busy && c.seq !== undefined) {
         const seq = await this.residency.allocSeq(c, true);
         try {
           this.ctx.seqCopy(c.seq as number, seq, 0, tokens.length);
@@ -292,10 +294,13 @@ export class ContextRegistry {
       await this.scheduler.exclusive(async () => {
         await this.residency.makeResident(c);
         await this.residency.detach(c, kept);
-        // The cells past the common prefix go with the tokens, now: a request refused or
-        // abandoned before it runs (429, a cancel while queued) hands back the cut tokens, and
-        // a snapshot must hold one cell per token.
-        if (n < c.tokens.length) this.ctx.seqRemove(c.seq as number, n, -1);
+        // The cells past what the request keeps go with the tokens, now and in this section: a
+        // request refused or abandoned before it runs (429, a cancel while queued) hands back the
+        // cut tokens, and a snapshot or fork read while it runs must find one cell per token (the
+        // scheduler decodes the last prompt token again: with the tokens at n, it read one cell
+        // short until that step ran).
+        if (kept < c.tokens.length) this.ctx.seqRemove(c.seq as number, kept, -1);
+        c.tokens = c.tokens.slice(0, kept);
         await this.residency.trim();
       });
     } catch (err) {
@@ -303,7 +308,6 @@ export class ContextRegistry {
       throw err;
     }
     c.lastUsed = Date.now();
-    c.tokens = c.tokens.slice(0, n);
     return {
       seq: c.seq as number,
       held: c.tokens,

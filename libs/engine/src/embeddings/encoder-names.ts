@@ -52,7 +52,14 @@ export class EncoderNames {
 
   /** The default model's entry; undefined where there is none (only encoders, or nothing, listed). */
   private defaultEntry(): CatalogEntry | undefined {
-    return this.catalog.defaultName() === undefined ? undefined : this.catalog.resolve('', { encoding: true });
+    if (this.catalog.defaultName() === undefined) return undefined;
+    try {
+      return this.catalog.resolve('', { encoding: true });
+    } catch (err) {
+      // -m names a store model not pulled yet: the encoders listed still serve.
+      if (err instanceof NoModelError) return undefined;
+      throw err;
+    }
   }
 
   private firstListed(test: (e: CatalogEntry) => boolean): CatalogEntry | undefined {

@@ -155,7 +155,8 @@ function withInlinedRefs(t: CoreTool): CoreTool {
   if (!params) return t;
   const what = `tool "${t.function.name}" parameters`;
   const inlined = inlineLocalRefs(params, what);
-  const problem = schemaProblem(inlined);
+  // A tool's patterns are often Python's (pydantic, MCP servers): not refused for JavaScript's syntax.
+  const problem = schemaProblem(inlined, { ecmaPatterns: false });
   if (problem) throw new InvalidRequestError(`${what}: ${problem}`);
   return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
 }
