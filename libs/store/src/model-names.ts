@@ -12,8 +12,12 @@ export function normalizeModelName(name: string): string {
   } catch {
     // Not a store name (a file's name, an adapter's <base>+<name>): compared as written.
   }
-  n = n.toLowerCase();
-  return n.endsWith(':latest') ? n.slice(0, -':latest'.length) : n;
+  return withoutLatest(n.toLowerCase());
+}
+
+/** The name without its default tag (`x:latest` is `x`). */
+export function withoutLatest(name: string): string {
+  return name.endsWith(':latest') ? name.slice(0, -':latest'.length) : name;
 }
 
 export function sameModel(a: string, b: string): boolean {

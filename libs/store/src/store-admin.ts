@@ -8,7 +8,7 @@ import { renameDurable } from './atomic-file';
 import { CatalogEntry, ModelCatalog, notFoundMessage } from './catalog';
 import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from './manifest-store';
 import { displayName, parseModelRef } from './model-ref';
-import { sameModel } from './model-names';
+import { sameModel, withoutLatest } from './model-names';
 
 export class ReadOnlyStoreError extends EngineError {
   constructor(name: string) {
@@ -93,8 +93,4 @@ export class StoreAdmin {
 
 function allLayers(m: Manifest): Layer[] {
   return [...(m.config ? [m.config] : []), ...m.layers];
-}
-
-function withoutLatest(name: string): string {
-  return name.endsWith(':latest') ? name.slice(0, -':latest'.length) : name;
 }
