@@ -204,12 +204,14 @@ Napi::Value Context::SeqKeep(const Napi::CallbackInfo & info) {
 Napi::Value Context::SeqPosMin(const Napi::CallbackInfo & info) {
   auto st = state(info.Env());
   llama_seq_id s = argSeq(info, 0, *st);
+  if (s < 0) throwRange(info.Env(), "seq " + std::to_string(s) + " out of range");  // llama.cpp asserts (aborts) on -1 here
   return Napi::Number::New(info.Env(), llama_memory_seq_pos_min(llama_get_memory(st->ctx), s));
 }
 
 Napi::Value Context::SeqPosMax(const Napi::CallbackInfo & info) {
   auto st = state(info.Env());
   llama_seq_id s = argSeq(info, 0, *st);
+  if (s < 0) throwRange(info.Env(), "seq " + std::to_string(s) + " out of range");  // llama.cpp asserts (aborts) on -1 here
   return Napi::Number::New(info.Env(), llama_memory_seq_pos_max(llama_get_memory(st->ctx), s));
 }
 

@@ -179,9 +179,21 @@ namespace {
 std::vector<llama_token> rerankPair(const ModelState & m, const std::string & query, const std::string & doc) {
   const llama_vocab * v = m.vocab;
   if (const char * tmpl = llama_model_chat_template(m.model, "rerank")) {
-    std::string prompt = tmpl;
-    string_replace_all(prompt, "{query}", query);
-    string_replace_all(prompt, "{document}", doc);
+    // One pass over the template: replacing {query} then {document} in the result also replaced
+    // every "{document}" the query holds, and a query of many of them multiplied the document.
+    std::string prompt;
+    const std::string t = tmpl;
+    for (size_t at = 0; at < t.size();) {
+      if (t.compare(at, 7, "{query}") == 0) {
+        prompt += query;
+        at += 7;
+      } else if (t.compare(at, 10, "{document}") == 0) {
+        prompt += doc;
+        at += 10;
+      } else {
+        prompt += t[at++];
+      }
+    }
     return common_tokenize(v, prompt, false, true);
   }
   llama_token eos = llama_vocab_eos(v);

@@ -69,14 +69,22 @@ static void applyChat(common_params_sampling & sp, const ChatPromptState & chat,
 // literals, character classes and comments.
 static std::string invertedRepetition(const std::string & g) {
   const size_t n = g.size();
+  // Every digit is read (leading zeros skipped, as stoull reads them), saturating: a cap at 18
+  // characters let {5,0000000000000000002} through. Inside braces llama.cpp also skips newlines
+  // and comments, so they are skipped here too.
   auto digits = [&](size_t & j, uint64_t & v) {
     const size_t from = j;
     v = 0;
-    while (j < n && g[j] >= '0' && g[j] <= '9' && j - from < 18) v = v * 10 + (uint64_t) (g[j++] - '0');
+    for (; j < n && g[j] >= '0' && g[j] <= '9'; j++) v = v > UINT64_MAX / 16 ? UINT64_MAX / 16 : v * 10 + (uint64_t) (g[j] - '0');
     return j > from;
   };
   auto spaces = [&](size_t & j) {
-    while (j < n && (g[j] == ' ' || g[j] == '\t')) j++;
+    while (j < n) {
+      if (g[j] == ' ' || g[j] == '\t' || g[j] == '\r' || g[j] == '\n') j++;
+      else if (g[j] == '#') {
+        while (j < n && g[j] != '\n') j++;
+      } else break;
+    }
   };
   for (size_t i = 0; i < n; i++) {
     const char c = g[i];
@@ -115,7 +123,11 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
   common_params_sampling sp;
   sp.no_perf = true;
   sp.temp = (float) optNumber(o, "temperature", sp.temp);  // <= 0: temp sampler keeps only the argmax
-  sp.top_k = (int32_t) optNumber(o, "topK", sp.top_k);
+  {
+    // Past the vocabulary (or INT32_MAX) top-k keeps everything: the cast of 1e10 was undefined.
+    const double k = optNumber(o, "topK", sp.top_k);
+    sp.top_k = std::isnan(k) ? sp.top_k : k > n_vocab ? n_vocab : k < INT32_MIN ? -1 : (int32_t) k;
+  }
   sp.top_p = (float) optNumber(o, "topP", sp.top_p);
   sp.min_p = (float) optNumber(o, "minP", sp.min_p);
   sp.typ_p = (float) optNumber(o, "typicalP", sp.typ_p);
@@ -126,14 +138,22 @@ Napi::Value createSampler(Napi::Env env, const std::shared_ptr<ModelState> & mod
     sp.seed = (uint32_t) seed;
   }
   sp.penalty_repeat = (float) optNumber(o, "repeatPenalty", sp.penalty_repeat);
-  sp.penalty_last_n = (int32_t) optNumber(o, "repeatLastN", sp.penalty_last_n);
-  if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // -1 = the whole context (llama.cpp's CLI convention; the pinned llama-server refuses it)
+  // Windows are held to the context (-1, or anything past it, is the whole context: llama.cpp's
+  // CLI convention): each sampler allocates its window up front, 2e9 was 8 GB on the JS thread.
+  const auto window = [&](const char * key, int32_t def) {
+    const double v = optNumber(o, key, def);
+    return v < 0 || v > n_ctx || std::isnan(v) ? n_ctx : (int32_t) v;
+  };
+  sp.penalty_last_n = window("repeatLastN", sp.penalty_last_n);
   sp.penalty_freq = (float) optNumber(o, "frequencyPenalty", sp.penalty_freq);
   sp.penalty_present = (float) optNumber(o, "presencePenalty", sp.penalty_present);
   sp.dry_multiplier = (float) optNumber(o, "dryMultiplier", sp.dry_multiplier);
   sp.dry_base = (float) optNumber(o, "dryBase", sp.dry_base);
-  sp.dry_allowed_length = (int32_t) optNumber(o, "dryAllowedLength", sp.dry_allowed_length);
-  sp.dry_penalty_last_n = (int32_t) optNumber(o, "dryPenaltyLastN", sp.dry_penalty_last_n);
+  {
+    const double len = optNumber(o, "dryAllowedLength", sp.dry_allowed_length);
+    sp.dry_allowed_length = std::isnan(len) ? sp.dry_allowed_length : len > INT32_MAX ? INT32_MAX : len < 0 ? 0 : (int32_t) len;
+  }
+  sp.dry_penalty_last_n = window("dryPenaltyLastN", sp.dry_penalty_last_n);
   sp.ignore_eos = optBool(o, "ignoreEos", false);
 
   if (hasOpt(o, "logitBias")) {

@@ -8,6 +8,7 @@
 // The first build compiles llama.cpp inside the image (about 10 min on 2 cores); later builds
 // reuse the engine's layer cache. DEBUG=testcontainers:build prints the build log.
 import { GenericContainer, getContainerRuntimeClient, ImageName, StartedTestContainer, Wait } from 'testcontainers';
+import { syntheticModel } from '../e2e/helpers/fixtures';
 import { defaultToPodman, engine, execOk, expectAllProcessesAs10001, health, MODEL_FILE, MODELS_DIR, modelIds, neverPull, openai, PORT, requireModel, ROOT, SKIP } from './support';
 
 const IMAGE = process.env.SVC_TEST_IMAGE ?? 'localhost/svc-test:cpu';
@@ -21,13 +22,14 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
   let started: StartedTestContainer | undefined;
   let dockerode: { createVolume(o: object): Promise<unknown>; getVolume(n: string): { remove(o?: object): Promise<unknown> } } | undefined;
 
-  const container = (cmd: string[]): GenericContainer =>
+  const container = (cmd: string[], extra: Array<{ source: string; target: string }> = []): GenericContainer =>
     image
       .withCommand(cmd)
       .withEnvironment({ SVC_THREADS: '2', SVC_LOG_LEVEL: 'log' })
       .withBindMounts([
         { source: volume, target: '/data', mode: 'rw' },
         { source: MODELS_DIR, target: '/models', mode: 'ro' },
+        ...extra.map((m) => ({ ...m, mode: 'ro' as const })),
       ])
       .withExposedPorts(PORT)
       .withWaitStrategy(Wait.forHttp('/healthz', PORT).forStatusCode(200).withStartupTimeout(180_000));
@@ -98,6 +100,8 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
   it('runs as the non-root user 10001, server and init alike', async () => {
     const c = started!;
     expect(await execOk(c, ['id', '-u'])).toBe('10001');
+    // `svc` is on the PATH (docker/README's `docker exec … svc pull` found no such command).
+    expect(await execOk(c, ['svc', '-version'])).toContain('0.3.0');
     // Every process in the container, PID 1 (tini) and the node server included.
     await expectAllProcessesAs10001(c);
     const client = await getContainerRuntimeClient();
@@ -150,12 +154,13 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
   it('carries the speech addon: -whisper loads a whisper.cpp model beside the engine', async () => {
     await started!.stop({ timeout: 10, removeVolumes: false });
     started = undefined;
-    // whisper.cpp's own test file (vocabulary and mel filters, no tensors) loads as an empty model:
-    // enough to show the addon and its ggml load in the image next to the engine's.
-    started = await container(['-m', `/models/${MODEL_FILE}`, '-whisper', '-whisper-model', '/models/for-tests-ggml-tiny.bin']).start();
+    // The synthetic whisper model (random weights on whisper's real vocabulary): the addon and its
+    // ggml load in the image next to the engine's. (whisper.cpp's weightless test file is refused.)
+    const whisper = syntheticModel('whisper-tiny');
+    started = await container(['-m', `/models/${MODEL_FILE}`, '-whisper', '-whisper-model', '/whisper/whisper-tiny.bin'], [{ source: whisper, target: '/whisper/whisper-tiny.bin' }]).start();
     const h = await health(started);
     expect(h.code).toBe(200);
-    expect(h.body).toMatchObject({ status: 'ok', model: 'stories260K', transcription: 'for-tests-ggml-tiny' });
+    expect(h.body).toMatchObject({ status: 'ok', model: 'stories260K', transcription: 'whisper-tiny' });
     const r = await openai(started).chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
     expect(r.choices[0].message.content).toEqual(expect.any(String));
   }, 300_000);

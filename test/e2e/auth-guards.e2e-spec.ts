@@ -142,19 +142,20 @@ describe('browser origins', () => {
     expect(rebound.status).toBe(403);
   });
 
-  it('studio and MCP: Host and Origin must name this machine', async () => {
+  it('studio: Host and Origin must name this machine; MCP: an Origin must be its own (any Host, with the key)', async () => {
     const auth = { authorization: 'Bearer k1' };
-    const mcpHost = await send(`${srv.url}/mcp`, { method: 'POST', body: {}, headers: { ...auth, host: `rebound.example:${srv.port}` } });
-    expect(mcpHost.status).toBe(403);
-    expect(mcpHost.json.error.message).toBe(`the Host header "rebound.example:${srv.port}" does not name this server`);
+    // A keyed client may name the server as it reaches it (a cluster service, a proxy): the Host
+    // rule is for keyless servers (a rebound page holds no key); the SDK then reads the body.
+    const mcpHost = await send(`${srv.url}/mcp`, { method: 'POST', body: {}, headers: { ...auth, host: `svc.cluster.example:${srv.port}` } });
+    expect(mcpHost.status).toBe(400);
     const mcpOrigin = await send(`${srv.url}/mcp`, { method: 'POST', body: {}, headers: { ...auth, origin: 'https://app.example' } });
     expect(mcpOrigin.status).toBe(403);
     expect(mcpOrigin.json.error.message).toBe('origin not permitted; a web page at https://app.example may not call this server');
     const studio = await send(`${srv.url}/studio`, { headers: { ...auth, host: `rebound.example:${srv.port}` } });
     expect(studio.status).toBe(421);
     expect(studio.json).toEqual({ error: { message: 'Studio answers this machine only', type: 'Misdirected Request' } });
-    // Addressed as localhost the check passes (the routes themselves come with their modules).
-    expect([200, 404]).toContain((await send(`${srv.url}/studio`, { headers: { ...auth, host: `localhost:${srv.port}` } })).status);
+    // Addressed as localhost the check passes, to the 404 of a server without -studio.
+    expect((await send(`${srv.url}/studio`, { headers: { ...auth, host: `localhost:${srv.port}` } })).status).toBe(404);
   });
 });
 
@@ -176,6 +177,11 @@ describe('a keyless server and DNS rebinding', () => {
       expect([host, (await send(`${srv.url}/v1/contexts`, { headers: { host } })).status]).toEqual([host, 200]);
     }
     expect((await send(`${srv.url}/healthz`, { headers: { host: `rebound.example:${srv.port}` } })).status).toBe(200);
+    // MCP follows the same rule on a keyless server, also when the request line names a full URL.
+    for (const target of ['/mcp', `http://127.0.0.1:${srv.port}/mcp`]) {
+      const mcp = await send(`${srv.url}/mcp`, { method: 'POST', body: {}, headers: { host: `rebound.example:${srv.port}` }, target });
+      expect([target, mcp.status, mcp.json.error.message]).toEqual([target, 403, `the Host header "rebound.example:${srv.port}" does not name this server`]);
+    }
   });
 });
 

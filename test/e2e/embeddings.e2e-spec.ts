@@ -295,6 +295,16 @@ describe('an encoder under load', () => {
     }
     expect((await stats()).rejected).toBe(refused.length);
   });
+
+  it('keep_alive 0 frees the encoder after a request, never under it (a tokenize past a second was answered 500 "model is disposed")', async () => {
+    const input = 'lorem ipsum dolor sit amet '.repeat(1_000_000); // 27 MB: seconds of tokenizing
+    const r = await postJson(`${srv.url}/api/embed`, { input, keep_alive: 0, truncate: true });
+    expect([r.status, r.json.error]).toEqual([200, undefined]);
+    expect(r.json.embeddings).toHaveLength(1);
+    // Then it goes, as keep_alive 0 asks.
+    for (let i = 0; i < 100 && !srv.logs().includes('unloaded encoder'); i++) await new Promise((res) => setTimeout(res, 100));
+    expect(srv.logs()).toMatch(/unloaded encoder \S+ \(keep_alive ran out\)/);
+  });
 });
 
 describe('-embed and -rerank naming the wrong kind of model', () => {

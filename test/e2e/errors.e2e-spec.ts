@@ -250,6 +250,11 @@ describe('the no-model state', () => {
     expect(models).toEqual({ object: 'list', data: [] });
   });
 
+  it('/v1/stats is the no-model 503 too (it was a 404 "Not Found" with this message)', async () => {
+    const r = await fetch(`${srv.url}/v1/stats`);
+    expect([r.status, ((await r.json()) as any).error]).toEqual([503, { message: 'this server has no model. Pull one: POST /api/pull', type: 'Service Unavailable' }]);
+  });
+
   it('answers 503 whatever model a generation request names; store routes still say 404', async () => {
     const r = await postJson(`${srv.url}/v1/chat/completions`, { model: 'foo', messages: [{ role: 'user', content: 'x' }] });
     expect(r.status).toBe(503);

@@ -175,6 +175,8 @@ describe('malformed requests', () => {
     expect(r.model).toBe('stories260K');
     // Any spelling the catalog takes; a name nothing lists is the spec's 404 with the names.
     expect(((await (await fetch(`${srv.url}/v1/stats?model=STORIES260K:latest`)).json()) as { model: string }).model).toBe('stories260K');
+    const twice = await fetch(`${srv.url}/v1/stats?model=&model=x`);
+    expect([twice.status, ((await twice.json()) as any).error.message]).toEqual([400, 'cannot parse request: the query parameter model is given more than once']);
     const unknown = await fetch(`${srv.url}/v1/stats?model=nosuch`);
     expect([unknown.status, ((await unknown.json()) as any).error.message]).toEqual([404, expect.stringMatching(/^no model named nosuch; available: stories260K/)]);
   });

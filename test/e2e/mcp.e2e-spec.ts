@@ -253,6 +253,13 @@ describe('MCP on a chat model with an encoder and named callers (synthetic qwen2
     expect([plain.status, plain.json.error.code]).toEqual([415, -32000]);
   });
 
+  it('GET and DELETE are the transport\'s 405 (no stream, no sessions), not a 404 "no MCP here"', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const r = await fetch(`${srv.url}/mcp`, { method, headers: ALICE });
+      expect([method, r.status, r.headers.get('allow'), await r.json()]).toEqual([method, 405, 'POST', { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }]);
+    }
+  });
+
   it('only a browser origin on the serving machine may call it', async () => {
     const call = rpc('tools/call', { name: 'list_models', arguments: {} });
     const headers = { ...ALICE, ...mcpHeaders('tools/call', 'list_models') };
@@ -261,10 +268,18 @@ describe('MCP on a chat model with an encoder and named callers (synthetic qwen2
     expect(foreign.json).toEqual({ error: { message: 'origin not permitted; a web page at https://evil.example may not call this server', type: 'Forbidden' } });
     // A page served by this server (its own origin) may.
     expect((await postJson(`${srv.url}/mcp`, call, { ...headers, origin: srv.url })).status).toBe(200);
-    // A DNS name rebound to this machine is not this server.
-    const rebound = await rawPost(srv.port, { ...headers, host: `rebound.example:${srv.port}` }, call);
+    // A page on a DNS name rebound to this machine is not this server's origin.
+    const rebound = await rawPost(srv.port, { ...headers, host: `rebound.example:${srv.port}`, origin: `http://rebound.example:${srv.port}` }, call);
     expect(rebound.status).toBe(403);
-    expect(JSON.parse(rebound.body).error.message).toBe(`the Host header "rebound.example:${srv.port}" does not name this server`);
+    expect(JSON.parse(rebound.body).error.message).toBe(`origin not permitted; a web page at http://rebound.example:${srv.port} may not call this server`);
+    // So is one whose request line names a full URL (the rule read the whole target as the path, and skipped).
+    const absolute = await rawPost(srv.port, { ...headers, origin: 'https://evil.example' }, call, `http://127.0.0.1:${srv.port}/mcp`);
+    expect(absolute.status).toBe(403);
+    // A caller with its key may reach the server by any name (a compose or cluster service, a proxy): it was a 403.
+    for (const host of [`svc:${srv.port}`, `inference.example.com:${srv.port}`]) {
+      const named = await rawPost(srv.port, { ...headers, host }, call);
+      expect([host, named.status]).toEqual([host, 200]);
+    }
   });
 });
 
@@ -303,9 +318,9 @@ describe('MCP on a server with -api-key (stories260K)', () => {
 });
 
 /** A POST with a chosen Host header (fetch does not let one set it). */
-function rawPost(port: number, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: string }> {
+function rawPost(port: number, headers: Record<string, string>, body: unknown, target = '/mcp'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: target, method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));

@@ -122,6 +122,11 @@ describe('messages dialect on the real engine (stories260K)', () => {
     expect(withSystem.input_tokens).toBeGreaterThan(base.input_tokens);
     const m = await client.messages.create({ model: '', max_tokens: 2, messages: USER });
     expect(promptOf(m.usage)).toBe(base.input_tokens);
+    const tools = [{ name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const withTools = await client.messages.countTokens({ model: '', tools, messages: USER });
+    expect(withTools.input_tokens).toBeGreaterThan(base.input_tokens);
+    const t = await client.messages.create({ model: '', max_tokens: 2, tools, messages: USER });
+    expect(promptOf(t.usage)).toBe(withTools.input_tokens);
   });
 
   it('accepts tool_use / tool_result history blocks', async () => {

@@ -69,8 +69,11 @@ describe('null and empty fields', () => {
   });
 
   it('options.num_predict null is the default (512), not 1 token', async () => {
-    const r = await postJson(`${stories.url}/api/generate`, { stream: false, raw: true, prompt: 'Once upon a time', options: { num_predict: null, temperature: 0 } });
-    expect(r.json.eval_count).toBeGreaterThan(1);
+    const ask = (num_predict: number | null) => postJson(`${stories.url}/api/generate`, { stream: false, raw: true, prompt: 'Once upon a time', options: { num_predict, temperature: 0 } });
+    const [r, explicit, short] = [await ask(null), await ask(512), await ask(16)];
+    expect(r.json.eval_count).toBeGreaterThan(16);
+    expect([r.json.eval_count, r.json.response]).toEqual([explicit.json.eval_count, explicit.json.response]);
+    expect(short.json.eval_count).toBe(16);
   });
 
   it('seed null is no seed, on the local runner, chat completions and completions', async () => {

@@ -160,6 +160,10 @@ describe('chat-completions dialect on the real engine (stories260K)', () => {
     expect(h.id).toBe('sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d');
     expect(typeof h.instance).toBe('string');
     expect(await (await fetch(`${srv.url}/api/version`)).json()).toEqual({ version: '0.3.0' });
+    // The local runner's command-line client sends HEAD / before every command and stops on a 404.
+    const head = await fetch(`${srv.url}/`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await (await fetch(`${srv.url}/`)).text()).toBe('svc is running');
     const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
     expect(stats.model).toBe('stories260K');
     expect(stats.generated_tokens).toBeGreaterThan(0);

@@ -124,6 +124,12 @@ describe('sampling controls (stories260K)', () => {
     expect(dry.choices[0].text).not.toBe(plain);
     const off = await complete({ max_tokens: 150, svc_dry_multiplier: 0, svc_dry_base: 1.75, svc_dry_allowed_length: 2 });
     expect(off.choices[0].text).toBe(plain);
+    // Repeats shorter than the allowed length go unpenalised: a length past any repeat leaves the text as it was.
+    const long = await complete({ max_tokens: 150, svc_dry_multiplier: 0.8, svc_dry_base: 1.75, svc_dry_allowed_length: 1000 });
+    expect(long.choices[0].text).toBe(plain);
+    // The base scales the penalty's growth: another base penalises differently.
+    const steep = await complete({ max_tokens: 150, svc_dry_multiplier: 0.8, svc_dry_base: 4, svc_dry_allowed_length: 2 });
+    expect(steep.choices[0].text).not.toBe(dry.choices[0].text);
   });
 
   it('user and stream_options are accepted and change nothing', async () => {

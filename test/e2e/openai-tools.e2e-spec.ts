@@ -162,15 +162,20 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
       if (finish === 'length') expect(text.trimStart().startsWith('{')).toBe(true);
       else expect(typeof JSON.parse(text)).toBe('object');
     };
-    const finishes: string[] = [];
+    // Answers with text (no call) that ended on their own, per dialect: the JSON check must have run on some.
+    const whole = { openai: 0, ollama: 0 };
     for (const seed of [1, 2, 3]) {
       const r = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, response_format: { type: 'json_object' }, temperature: 1, seed, max_tokens: 200 });
-      check(r.choices[0].message.content ?? '', r.choices[0].message.tool_calls?.length ?? 0, r.choices[0].finish_reason);
+      const rCalls = r.choices[0].message.tool_calls?.length ?? 0;
+      check(r.choices[0].message.content ?? '', rCalls, r.choices[0].finish_reason);
+      if (rCalls === 0 && r.choices[0].finish_reason === 'stop') whole.openai++;
       const o = await postJson(`${srv.url}/api/chat`, { model: '', messages: USER, tools: TOOLS, format: 'json', stream: false, options: { temperature: 1, seed, num_predict: 200 } });
-      check(o.json.message.content, o.json.message.tool_calls?.length ?? 0, o.json.done_reason);
-      finishes.push(r.choices[0].finish_reason, o.json.done_reason);
+      const oCalls = o.json.message.tool_calls?.length ?? 0;
+      check(o.json.message.content, oCalls, o.json.done_reason);
+      if (oCalls === 0 && o.json.done_reason === 'stop') whole.ollama++;
     }
-    expect(finishes).toContain('stop');
+    expect(whole.openai).toBeGreaterThan(0);
+    expect(whole.ollama).toBeGreaterThan(0);
   });
 
   it('a required or named call with a response format is still a call (the format is for a text answer)', async () => {

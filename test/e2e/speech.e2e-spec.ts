@@ -128,11 +128,17 @@ describe('speech-to-text (-whisper, the real server process)', () => {
     const ref = reference(model, file, ['-l', 'auto', '-tr']);
     const tr = await client.audio.translations.create({ file: await toFile(audio, 'b.wav'), model: 'whisper-1' });
     expect(tr.text).toBe(ref.map((s) => s.text).join('').trim());
+    // A translation's language is the output's, English, whatever was spoken (it named the detected one).
+    const verbose = await client.audio.translations.create({ file: await toFile(audio, 'b.wav'), model: 'whisper-1', response_format: 'verbose_json' });
+    expect([(verbose as unknown as { language: string }).language, verbose.text]).toEqual(['english', tr.text]);
 
     const raw = await fetch(`${srv.url}/v1/audio/transcriptions?language=en&response_format=json`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: audio });
     expect(raw.status).toBe(200);
-    expect(Number(raw.headers.get('x-svc-transcribe-ms'))).toBeGreaterThanOrEqual(0);
+    expect(raw.headers.get('x-svc-transcribe-ms')).toMatch(/^\d+(\.\d+)?$/);
     const body = (await raw.json()) as { text: string; usage: unknown };
+    // A parameter given twice is a 400, as on every route's query (the first was used).
+    const twice = await fetch(`${srv.url}/v1/audio/transcriptions?response_format=srt&response_format=json`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: audio });
+    expect([twice.status, ((await twice.json()) as { error: { message: string } }).error.message]).toEqual([400, 'cannot parse request: the query parameter response_format is given more than once']);
     expect(body.usage).toEqual({ type: 'duration', seconds: 2 });
     expect(body.text).toBe(reference(model, file, ['-l', 'en']).map((s) => s.text).join('').trim());
   });
@@ -151,6 +157,17 @@ describe('speech-to-text (-whisper, the real server process)', () => {
       const r = await client.audio.transcriptions.create({ file: await toFile(audio, 'x.wav'), model: 'whisper-1', language: 'en', response_format: 'verbose_json', timestamp_granularities: ['segment'] });
       expect({ name, text: r.text }).toEqual({ name, text: ref.map((x) => x.text).join('').trim() });
     }
+  });
+
+  it('reads a form of many fields in linear time (each repeated field copied its list: 60,000 held every route for 20 s)', async () => {
+    const boundary = 'XyZb';
+    const one = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n`;
+    const body = one.repeat(100_000) + `--${boundary}--\r\n`;
+    const t0 = Date.now();
+    const r = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+    expect([r.status, ((await r.json()) as { error: { message: string } }).error.message]).toEqual([400, 'file is required']);
+    // Linear: about a second on a loaded 2-core machine; quadratic, over a minute.
+    expect(Date.now() - t0).toBeLessThan(20_000);
   });
 
   it('takes a browser\'s mixed-case multipart boundary, a blip of audio, and a prompt of any length', async () => {
@@ -241,6 +258,19 @@ describe('speech-to-text flags and the addon', () => {
     // A file whisper.cpp cannot read is the flag's mistake too: status 2 (it was 1).
     const bad = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', '/etc/hosts', '-addr', '127.0.0.1:0'], { encoding: 'utf8', timeout: 30_000 });
     expect([bad.status, bad.stderr]).toEqual([2, expect.stringMatching(/svc: flag -whisper-model: \/etc\/hosts: /)]);
+    // Another ggml file (whisper.cpp's voice-activity model) aborted the process in a ggml assert (134);
+    // a header without weights, or a model cut short, booted and then answered "" to every request.
+    const cut = join(mkdtempSync(join(tmpdir(), 'svc-whisper-cut-')), 'cut.bin');
+    writeFileSync(cut, readFileSync(syntheticModel('whisper-tiny')).subarray(0, 100_000));
+    const cases: Array<[string, RegExp]> = [
+      [fixtureModel('for-tests-silero-v6.2.0-ggml.bin'), /is not a whisper model \(its header's sizes are not a whisper model's\)/],
+      [fixtureModel('for-tests-ggml-tiny.bin'), /holds no weights/],
+      [cut, /holds no weights|could not load/],
+    ];
+    for (const [file, why] of cases) {
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', file, '-addr', '127.0.0.1:0'], { encoding: 'utf8', timeout: 30_000 });
+      expect([file, r.status, r.stderr]).toEqual([file, 2, expect.stringMatching(why)]);
+    }
   });
 
   it('exports nothing of whisper.cpp or its ggml: the two ggml copies never meet', () => {

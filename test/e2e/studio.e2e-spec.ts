@@ -202,6 +202,11 @@ describe('studio with -studio-exec and an API key (from $SVC_API_KEY)', () => {
     const rebound = await exec(body, { ...KEY, host: `rebound.example:${srv.port}`, origin: `http://rebound.example:${srv.port}` });
     expect([rebound.status, rebound.json]).toEqual([421, MISDIRECTED]);
     expect((await exec(body, { ...KEY, host: `rebound.example:${srv.port}` })).status).toBe(421);
+    // A request line naming a full URL reaches the same route: the same rule holds (it skipped the check).
+    const absolute = await send(`${srv.url}/studio/exec`, { method: 'POST', body, headers: { ...KEY, host: `rebound.example:${srv.port}` }, target: `http://localhost:${srv.port}/studio/exec` });
+    expect([absolute.status, absolute.json]).toEqual([421, MISDIRECTED]);
+    const page = await send(`${srv.url}/studio`, { headers: { ...KEY, host: `rebound.example:${srv.port}` }, target: `HTTP://localhost/studio?x=1` });
+    expect(page.status).toBe(421);
     // A CORS preflight from another page gets no permission.
     const pre = await send(`${srv.url}/studio/exec`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
     expect([pre.status, pre.headers['access-control-allow-origin']]).toEqual([204, undefined]);
@@ -258,5 +263,32 @@ describe('studio with -studio-exec and an API key (from $SVC_API_KEY)', () => {
     const after = b.requests.slice(b.requests.findIndex((r) => r.headers.authorization));
     expect(after.every((r) => r.headers.authorization === 'Bearer k')).toBe(true);
     expect(b.requests.find((r) => r.path === '/studio/exec')?.headers['content-type']).toBe('application/json');
+  });
+});
+
+describe('a server stopping while a studio command runs', () => {
+  it('kills the command and stops at once (the command outlived it, and the stop waited 60 s)', async () => {
+    const srv = await start(['-studio', '-studio-exec'], { SVC_API_KEY: 'k' });
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'studio-pid-')), 'pid');
+    const running = fetch(`${srv.url}/studio/exec`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: JSON.stringify({ command: `echo $$ > ${pidFile}; exec sleep 120`, timeout_ms: 300_000 }) }).then(
+      async (r) => (await r.json()) as { signal: string | null },
+      () => undefined,
+    );
+    let pid = 0;
+    for (let i = 0; i < 100 && !pid; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      try {
+        pid = Number(readFileSync(pidFile, 'utf8').trim());
+      } catch {
+        // not written yet
+      }
+    }
+    expect(pid).toBeGreaterThan(0);
+    const t0 = Date.now();
+    expect(await srv.stop()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await eventuallyGone(pid)).toBe(true);
+    expect(await running).toEqual(expect.objectContaining({ signal: 'SIGKILL' }));
+    expect(srv.logs()).toMatch(/killing 1 running command/);
   });
 });

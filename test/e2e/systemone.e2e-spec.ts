@@ -150,7 +150,13 @@ describe('POST /v1/systemone (the real server process)', () => {
     const before = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { requests: number };
     const ac = new AbortController();
     const gone = fetch(`${srv.url}/v1/systemone`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state: { text: 'long '.repeat(300) }, questions: many }), signal: ac.signal });
-    await new Promise((r) => setTimeout(r, 60));
+    gone.catch(() => undefined);
+    // Leave once the decision is under way (its state is in a context), not before the server read the body.
+    for (let i = 0; i < 200; i++) {
+      const now = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { contexts: number; requests: number };
+      if (now.contexts > 0 || now.requests > before.requests) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
     ac.abort();
     await expect(gone).rejects.toThrow();
     let stats: { contexts: number; active: number; requests: number } = { contexts: -1, active: -1, requests: 0 };
@@ -160,6 +166,7 @@ describe('POST /v1/systemone (the real server process)', () => {
     }
     expect(stats).toMatchObject({ contexts: 0, active: 0 });
     // The state's prefill and 64 questions would be 65 requests: those after the client left never ran.
+    expect(stats.requests - before.requests).toBeGreaterThan(0);
     expect(stats.requests - before.requests).toBeLessThan(65);
     const after = await decide({ state, questions: { urgent: questions.urgent } });
     expect(after.status).toBe(200);

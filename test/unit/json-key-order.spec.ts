@@ -1,5 +1,5 @@
 import { FastifyRequest } from 'fastify';
-import { memberKeyOrder, rememberJsonText } from '../../libs/http/src/json-key-order';
+import { keyOrderAt, memberKeyOrder, rememberJsonText } from '../../libs/http/src/json-key-order';
 
 describe('memberKeyOrder', () => {
   const read = (text: string, member: string) => {
@@ -24,5 +24,18 @@ describe('memberKeyOrder', () => {
     expect(read('{"other":{}}', 'questions')).toBeUndefined();
     expect(read('[1]', 'questions')).toBeUndefined();
     expect(memberKeyOrder({} as FastifyRequest, 'questions')).toBeUndefined();
+  });
+});
+
+describe('keyOrderAt', () => {
+  it('lists the keys of a nested object in the order written (a question\'s criteria)', () => {
+    const req = {} as FastifyRequest;
+    const text = '{"questions":{"2":{"type":"choice","criteria":{"5":"excellent","1":"poor","3":"average"}},"1":{"criteria":{"b":1}}}}';
+    rememberJsonText(req, text);
+    expect(keyOrderAt(req, ['questions', '2', 'criteria'])).toEqual(['5', '1', '3']);
+    expect(keyOrderAt(req, ['questions'])).toEqual(['2', '1']);
+    expect(keyOrderAt(req, ['questions', '1', 'criteria'])).toEqual(['b']);
+    expect(keyOrderAt(req, ['questions', '3', 'criteria'])).toBeUndefined();
+    expect(keyOrderAt(req, ['questions', '2', 'type'])).toBeUndefined();
   });
 });

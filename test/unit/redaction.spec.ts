@@ -30,6 +30,38 @@ describe('redaction', () => {
     expect(typesIn('pay to DE89370400440532013000')).toEqual([['iban', 'DE89370400440532013000']]);
   });
 
+  it('takes a valid number followed by a short word or number, not the run they make together', () => {
+    // The pattern reached the next token, the checksum failed on the whole, and nothing was found.
+    expect(typesIn('Transfer to ES91 2100 0418 4502 0005 1332 EUR 500')).toEqual([['iban', 'ES91 2100 0418 4502 0005 1332']]);
+    expect(typesIn('Konto AT61 1904 3002 3457 3201 BIC OPSKATWW')).toEqual([['iban', 'AT61 1904 3002 3457 3201']]);
+    expect(typesIn('IBAN: BE68 5390 0754 7034 BIC: GKCCBEBB')).toEqual([['iban', 'BE68 5390 0754 7034']]);
+    expect(typesIn('IBAN BE68539007547034 EUR', ['iban'])).toEqual([['iban', 'BE68539007547034']]);
+    expect(typesIn('card 4111 1111 1111 1111 123')).toEqual([['credit_card', '4111 1111 1111 1111']]);
+    expect(typesIn('charged 4111111111111111 10 times')).toEqual([['credit_card', '4111111111111111']]);
+    expect(typesIn('call 555-123-4567 24 hours a day')).toEqual([['phone', '555-123-4567']]);
+  });
+
+  it('an IBAN is not taken for a card (its digits may pass Luhn by chance)', () => {
+    expect(redact('IBAN DE77 5921 3237 9645 9658 61 thanks').text).toBe('IBAN [IBAN] thanks');
+  });
+
+  it('finds phones in national and international forms, whole', () => {
+    for (const p of ['+44 7700 900123', '07700 900123', '+49 30 1234567', '030 1234567', '+91 98765 43210', '+33 6 12 34 56 78', '06 12 34 56 78', '612 34 56 78', '079 123 45 67', '+81 3-1234-5678', '(555) 123-4567']) {
+      expect([p, redact(`Call ${p} today`).text]).toEqual([p, 'Call [PHONE] today']);
+    }
+    for (const text of ['on 05.11.2026', 'on 29.11.2026', 'amount 1 000 000', 'ids 12-34-56', 'v 1.22.333']) {
+      expect([text, redact(text).findings]).toEqual([text, []]);
+    }
+  });
+
+  it('finds addresses set apart in scripts written without spaces, and apostrophes inside a name', () => {
+    expect(redact('请联系 用户@例子.广告 谢谢').text).toBe('请联系 [EMAIL] 谢谢');
+    expect(redact('写信给 bob@例子.中国。').text).toBe('写信给 [EMAIL]。');
+    expect(redact('ユーザー@例え.テスト').text).toBe('[EMAIL]');
+    expect(redact("Mail o'brien@example.ie, or 'ann@example.com'").text).toBe("Mail [EMAIL], or '[EMAIL]'");
+    expect(redact('log email=bob@example.com done').text).toBe('log email=[EMAIL] done');
+  });
+
   it('finds SSNs, IPv4 and IPv6 addresses, and phones in common forms', () => {
     expect(typesIn('ssn 123-45-6789, not 000-12-3456 or 666-12-3456')).toEqual([['ssn', '123-45-6789']]);
     expect(typesIn('hosts 192.168.0.1, 2001:db8::1 and fe80:0:0:0:0:0:0:1; not 999.1.1.1 or 1.2.3.4.5; ends 10.0.0.7.')).toEqual([

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chunkText } from '../../libs/retrieval/src/index/chunker';
@@ -40,6 +40,24 @@ describe('chunker', () => {
     expect(chunks.every((c) => !/[\ud800-\udbff]$/.test(c.text))).toBe(true);
     expect(check('   \n\n  ', 10)).toEqual([]);
   });
+
+  it('weighs characters by script: a Han chunk holds a quarter as many (each is about a token; the encoder cut the rest)', () => {
+    const han = '数据'.repeat(500);
+    const chunks = check(han, 1000);
+    expect(chunks.map((c) => c.text.length)).toEqual([250, 250, 250, 250]);
+    // Cyrillic counts two, ASCII one.
+    expect(check('д'.repeat(600), 1000).map((c) => c.text.length)).toEqual([500, 100]);
+    expect(check('a'.repeat(1000), 1000).map((c) => c.text.length)).toEqual([1000]);
+  });
+
+  it('cuts between paragraphs of a CRLF text as of an LF one', () => {
+    // Paragraphs of six lines each: without the paragraph break, lines of both were packed into one chunk.
+    const para = (c: string, nl: string) => Array.from({ length: 6 }, () => c.repeat(89) + '.').join(nl);
+    const lf = check(`${para('a', '\n')}\n\n${para('b', '\n')}`, 1000).map((c) => c.text[0] + c.text.at(-2));
+    const crlf = check(`${para('a', '\r\n')}\r\n\r\n${para('b', '\r\n')}`, 1000).map((c) => c.text[0] + c.text.at(-2));
+    expect(lf).toEqual(['aa', 'bb']);
+    expect(crlf).toEqual(lf);
+  });
 });
 
 describe('document labels', () => {
@@ -51,6 +69,15 @@ describe('document labels', () => {
     expect(l.of('hr/people.txt')).toEqual(['all', 'hr']);
     expect(l.of('hrx/a.txt')).toEqual(['all']);
     expect(l.of('other.txt')).toEqual(['all', 'x']);
+  });
+
+  it('reads a key however its path is spelt (compared as written, these labelled nothing)', () => {
+    for (const key of ['hr/.', 'hr//', 'bulk/../hr', './hr/', '/hr', 'hr/pay.txt/', './hr/./pay.txt']) {
+      expect([key, DocumentLabels.of({ [key]: ['hr'] }).of('hr/pay.txt')]).toEqual([key, ['hr']]);
+    }
+    expect(DocumentLabels.of({ '.': ['all'] }).of('any/file.txt')).toEqual(['all']);
+    expect(DocumentLabels.of({ 'hr/.': ['hr'] }).of('hrx/a.txt')).toEqual([]);
+    expect(() => DocumentLabels.of({ '../hr': ['hr'] })).toThrow('"../hr" names a path outside the folder');
   });
 
   it('refuses a malformed file instead of reading it leniently', () => {
@@ -114,6 +141,20 @@ describe('document index refresh', () => {
       },
     };
   }
+
+  it('removes the unfinished index files a killed process left, not one another process is writing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    mkdirSync(join(dir, '.svc-index'));
+    const stale = join(dir, '.svc-index', '.tmp-index.bin-0a1b2c');
+    const fresh = join(dir, '.svc-index', '.tmp-index.bin-3d4e5f');
+    writeFileSync(stale, 'x'.repeat(1000));
+    writeFileSync(fresh, 'y');
+    utimesSync(stale, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
+    const warn = jest.fn();
+    new DocumentIndex(dir, warn).load();
+    expect([existsSync(stale), existsSync(fresh)]).toEqual([false, true]);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/removed 1 unfinished index file/));
+  });
 
   it('embeds only new or changed contents, and everything again for other weights', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));

@@ -35,6 +35,17 @@ describe('systemone questions', () => {
   });
 });
 
+describe('systemone option order', () => {
+  it('letters a choice\'s options in the order sent, integer names included (JavaScript lists "1" before "5")', () => {
+    const criteria = { '5': 'excellent', '1': 'poor', '3': 'average' };
+    const order = (path: string[]) => (path.join('/') === 'questions/q/criteria' ? ['5', '1', '3'] : path.join('/') === 'questions' ? ['q'] : undefined);
+    const [q] = parseQuestions({ q: { type: 'choice', instructions: 'How good?', criteria } }, order);
+    expect(q.options.map((o) => [o.letter, o.key])).toEqual([['A', '5'], ['B', '1'], ['C', '3']]);
+    // Without the body's order, JavaScript's.
+    expect(parseQuestions({ q: { type: 'choice', instructions: 'x', criteria } })[0].options.map((o) => o.key)).toEqual(['1', '3', '5']);
+  });
+});
+
 describe('systemone prompts', () => {
   it('put the state first, as fenced JSON described as data, so every question of a request begins alike', () => {
     const [a, b] = parseQuestions({ a: { type: 'noul', instructions: 'first?' }, b: { type: 'noul', instructions: 'second?' } });

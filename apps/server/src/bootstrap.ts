@@ -13,6 +13,7 @@ import { NoModelError, StartupError } from '../../../libs/engine/src/core/errors
 import { installBodyParsing } from '../../../libs/http/src/body-parsing';
 import { trackConnections } from '../../../libs/http/src/connection-drain';
 import { HttpErrorFilter } from '../../../libs/http/src/error.filter';
+import { originForm } from '../../../libs/http/src/request-target';
 import { clientErrorHandler, frameworkErrors, refuseWhileClosing } from '../../../libs/http/src/transport-errors';
 import { validationPipe } from '../../../libs/http/src/validation';
 import { BootState } from '../../../libs/observability/src/boot-state';
@@ -47,7 +48,7 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
   // hook generically over every server kind; ours is plain HTTP(S)).
   // requestTimeout: a request must arrive whole within Node's default 300 s (Fastify turns it
   // off), so a client that stalls mid-upload does not hold its connection forever.
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, requestTimeout: REQUEST_TIMEOUT_MS, frameworkErrors: frameworkErrors as never, clientErrorHandler, return503OnClosing: false, ...(https ? { https } : {}) });
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT, skipMiddie: true, rewriteUrl: originForm, requestTimeout: REQUEST_TIMEOUT_MS, frameworkErrors: frameworkErrors as never, clientErrorHandler, return503OnClosing: false, ...(https ? { https } : {}) });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, engineBackend), adapter, {
     logger: LEVELS[config.logLevel],
     bodyParser: false,

@@ -140,19 +140,18 @@ export function localSurface(path: string): LocalSurface | null {
 
 /**
  * DNS-rebinding defence for studio and MCP. Studio: the peer must be this
- * machine and Host a loopback name (else 421). Both: Host must name the
- * serving address (else 403 for MCP), and an Origin, when sent, must be the
- * server's own (else 403) — -cors does not open these surfaces.
+ * machine and Host a loopback name (else 421). Both: an Origin, when sent,
+ * must be the server's own (else 403) — -cors does not open these surfaces.
+ * MCP's Host is held to the rule of every other route (keylessHostRefusal):
+ * a rebound page holds no key, and a keyed client may name the server as it
+ * is reached (this machine's name, a compose or cluster service, a proxy).
  */
 export function localSurfaceRefusal(v: RequestView, surface: LocalSurface): OriginRefusal | null {
-  const hostHeader = header(v, 'host') ?? '';
-  const host = parseHost(hostHeader);
   if (surface === 'studio') {
+    const host = parseHost(header(v, 'host') ?? '');
     if (!isLoopbackAddress(v.remoteAddress) || !host || !isLoopbackName(host.name)) {
       return { status: 421, message: 'Studio answers this machine only' };
     }
-  } else if (!host || !namesServer(host.name, v)) {
-    return { status: 403, message: `the Host header "${hostHeader}" does not name this server` };
   }
   const origin = header(v, 'origin');
   if (origin !== undefined && !isServerOrigin(origin, v)) {

@@ -17,15 +17,25 @@ export function rememberJsonText(req: FastifyRequest, text: string): void {
  * parser read or that member is not an object.
  */
 export function memberKeyOrder(req: FastifyRequest, member: string): string[] | undefined {
+  return keyOrderAt(req, [member]);
+}
+
+/** The keys of the object reached through `path` (member names, outermost first), in the body's order. */
+export function keyOrderAt(req: FastifyRequest, path: readonly string[]): string[] | undefined {
   const text = TEXTS.get(req);
   if (text === undefined) return undefined;
-  let found: string[] | undefined;
-  const top = skipWs(text, 0);
-  if (text[top] !== '{') return undefined;
-  forEachMember(text, top, (key, valueAt) => {
-    if (key === member) found = text[valueAt] === '{' ? keysOf(text, valueAt) : undefined;
-  });
-  return found;
+  let at: number | undefined = skipWs(text, 0);
+  for (const member of path) {
+    if (text[at] !== '{') return undefined;
+    const from: number = at;
+    at = undefined;
+    // A repeated key: JavaScript keeps the last value, so the last one counts here too.
+    forEachMember(text, from, (key, valueAt) => {
+      if (key === member) at = valueAt;
+    });
+    if (at === undefined) return undefined;
+  }
+  return text[at] === '{' ? keysOf(text, at) : undefined;
 }
 
 function keysOf(text: string, at: number): string[] {

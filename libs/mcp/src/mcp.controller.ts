@@ -1,4 +1,4 @@
-import { Controller, Inject, Post, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Inject, Post, Req, Res } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { requestIdentity } from '../../http/src/identity';
 import { clientSignal } from '../../http/src/request-scope.decorator';
@@ -16,6 +16,28 @@ export class McpController {
   async serve(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     await reply.send(await this.mcp.serve(webRequest(req, clientSignal(reply)), requestIdentity(req), req.body));
   }
+
+  /**
+   * This endpoint keeps no sessions and opens no stream of its own: GET (the server-to-client
+   * stream) and DELETE (ending a session) get the transport's 405, as the SDK's stateless handler
+   * answers, so a client knows it is not offered (a 404 reads as no MCP endpoint at all).
+   */
+  @Get('mcp')
+  async stream(@Res() reply: FastifyReply): Promise<void> {
+    await notAllowed(reply);
+  }
+
+  @Delete('mcp')
+  async endSession(@Res() reply: FastifyReply): Promise<void> {
+    await notAllowed(reply);
+  }
+}
+
+async function notAllowed(reply: FastifyReply): Promise<void> {
+  await reply
+    .status(405)
+    .header('allow', 'POST')
+    .send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
 }
 
 /**

@@ -1,4 +1,6 @@
-import { Controller, Get, Header, Inject, NotFoundException, Query } from '@nestjs/common';
+import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { QueryParam } from '../../http/src/query-param.decorator';
+import { NoModelError } from '../../engine/src/core/errors';
 import { EncoderPool } from '../../engine/src/embeddings/encoder-pool';
 import { ModelManager } from '../../engine/src/models/model-manager';
 import { CatalogEntry, isEncoderEntry } from '../../store/src/catalog';
@@ -20,19 +22,22 @@ export class MetricsController {
 
   /** The default model's numbers (or ?model=), as JSON. */
   @Get('v1/stats')
-  async stats(@Query('model') model?: string): Promise<unknown> {
+  async stats(@QueryParam('model') model?: string): Promise<unknown> {
     // An empty name is the default model, as in a request's `model` (spec rule 1).
     const name = model || this.models.catalog.defaultName();
-    if (name === undefined) throw new NotFoundException('this server has no model. Pull one: POST /api/pull');
+    // The no-model state is a 503, as on every route that needs a model (spec rule 7).
+    if (name === undefined) throw new NoModelError();
     // A name nothing lists: the catalog's 404, with the available names.
     const entry = this.models.catalog.resolve(name);
     if (isEncoderEntry(entry)) return this.encoderStats(entry);
     const lm = this.models.resident().find((m) => m.entry.path === entry.path);
-    if (!lm) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
+    // A listed model not loaded now is no 404 (a poller would read it as gone): its numbers start with its next load.
+    if (!lm) return { model: entry.name, loaded: false };
     const s = lm.scheduler.stats;
     return {
       // The name asked for: two names of one file share a load.
       model: entry.name,
+      loaded: true,
       backend_load_ms: Math.round(lm.loadMs),
       context_per_request: lm.scheduler.nCtxSeq,
       queued: lm.scheduler.queued,
@@ -63,10 +68,11 @@ export class MetricsController {
   /** An encoder's numbers: requests, inputs and tokens embedded, native calls (requests waiting together share one). */
   private async encoderStats(entry: CatalogEntry): Promise<unknown> {
     const enc = (await this.encoders.resident()).find((e) => e.entry.path === entry.path);
-    if (!enc) throw new NotFoundException(`${entry.name} is not loaded; its numbers start with its first request`);
+    if (!enc) return { model: entry.name, loaded: false };
     const s = enc.stats;
     return {
       model: entry.name,
+      loaded: true,
       backend_load_ms: Math.round(enc.loadMs),
       context_per_request: enc.embedder.nCtx,
       pooling: enc.embedder.pooling,

@@ -24,7 +24,7 @@ export class AudioController {
 
   private async answer(a: AudioRequest, reply: FastifyReply, signal: AbortSignal): Promise<void> {
     const r = await this.transcriber.transcribe(a.wav, { language: a.language, translate: a.task === 'translate', prompt: a.prompt }, signal);
-    const out = renderTranscript(r, a.format, { task: a.task, languageName: this.transcriber.languageName(r.language), seconds: r.seconds });
+    const out = renderTranscript(r, a.format, { task: a.task, languageName: a.task === 'translate' ? 'english' : this.transcriber.languageName(r.language), seconds: r.seconds });
     await reply.status(200).header('content-type', out.contentType).header('x-svc-transcribe-ms', String(Math.round(r.ms))).send(out.body);
   }
 }

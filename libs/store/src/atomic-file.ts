@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
@@ -83,4 +83,32 @@ export function fsyncDir(dir: string): void {
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * Removes the temp files that writes of `path` left when the process was killed mid-write (each
+ * crash left one, as large as the file). Only those untouched for `olderMs`: another process
+ * writing the same file now keeps its own.
+ */
+export function sweepTempFiles(path: string, olderMs = 10 * 60_000): number {
+  const dir = dirname(path);
+  const prefix = `.tmp-${basename(path)}-`;
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    try {
+      if (Date.now() - statSync(join(dir, name)).mtimeMs < olderMs) continue;
+      rmSync(join(dir, name), { force: true });
+      removed++;
+    } catch {
+      // Gone already, or not ours to remove: the next start tries again.
+    }
+  }
+  return removed;
 }

@@ -31,28 +31,36 @@ export function checkState(state: unknown): string | object {
   return state;
 }
 
+/** The keys of the body's object at a path, in the order written (see libs/http json-key-order). */
+export type KeyOrder = (path: string[]) => string[] | undefined;
+
 /**
- * The named questions, in the order sent, each with its options lettered A, B, C... `sent`: the
- * names in the body's own order, where JavaScript's (integer names first) differs from it.
+ * The named questions, in the order sent, each with its options lettered A, B, C... in the order
+ * sent. `order` reads the body's own key order, where JavaScript's (integer keys first, ascending:
+ * {"5": …, "1": …} lists "1" first) differs from it.
  */
-export function parseQuestions(v: unknown, sent?: string[]): Question[] {
+export function parseQuestions(v: unknown, order?: KeyOrder): Question[] {
   if (v === undefined || v === null) throw new InvalidRequestError('questions is required');
   if (typeof v !== 'object' || Array.isArray(v)) throw new InvalidRequestError('questions must be an object of named questions');
   const q = v as Record<string, unknown>;
-  const names = Object.keys(q);
-  const ordered = sent && sent.length === names.length && sent.every((n) => Object.prototype.hasOwnProperty.call(q, n)) ? sent : names;
-  const entries = ordered.map((n) => [n, q[n]] as const);
+  const entries = inOrder(q, order?.(['questions'])).map((n) => [n, q[n]] as const);
   if (entries.length === 0) throw new InvalidRequestError(`questions is empty: ask 1 to ${MAX_QUESTIONS} questions`);
   if (entries.length > MAX_QUESTIONS) throw new InvalidRequestError(`questions holds ${entries.length}; at most ${MAX_QUESTIONS} may be asked at once`);
-  return entries.map(([name, q]) => parseQuestion(name, q));
+  return entries.map(([name, q]) => parseQuestion(name, q, order?.(['questions', name, 'criteria'])));
 }
 
-function parseQuestion(name: string, q: unknown): Question {
+/** An object's keys in the order sent when that order is known and matches them, else JavaScript's. */
+function inOrder(o: Record<string, unknown>, sent: string[] | undefined): string[] {
+  const keys = Object.keys(o);
+  return sent && sent.length === keys.length && sent.every((k) => Object.prototype.hasOwnProperty.call(o, k)) ? sent : keys;
+}
+
+function parseQuestion(name: string, q: unknown, criteriaOrder?: string[]): Question {
   const where = `question ${JSON.stringify(name)}`;
   if (!q || typeof q !== 'object' || Array.isArray(q)) throw new InvalidRequestError(`${where} must be an object with type, instructions and criteria`);
   const { type, instructions, criteria } = q as Record<string, unknown>;
   if (typeof type !== 'string' || !TYPES.includes(type as QuestionType)) throw new InvalidRequestError(`${where}: type must be one of ${TYPES.join(', ')}`);
-  return { name, type: type as QuestionType, instructions: instructionsText(where, instructions), options: lettered(optionsOf(where, type as QuestionType, criteria)) };
+  return { name, type: type as QuestionType, instructions: instructionsText(where, instructions), options: lettered(optionsOf(where, type as QuestionType, criteria, criteriaOrder)) };
 }
 
 function instructionsText(where: string, v: unknown): string {
@@ -69,7 +77,7 @@ function instructionsText(where: string, v: unknown): string {
 }
 
 /** [key, text] per option, in the order the letters go. */
-function optionsOf(where: string, type: QuestionType, criteria: unknown): Array<[string, string]> {
+function optionsOf(where: string, type: QuestionType, criteria: unknown, order?: string[]): Array<[string, string]> {
   if (type === 'noul') return yesNo(where, criteria);
   if (type === 'score') {
     if (!Array.isArray(criteria)) throw new InvalidRequestError(`${where}: a score's criteria must be an array of descriptions, lowest first`);
@@ -82,7 +90,8 @@ function optionsOf(where: string, type: QuestionType, criteria: unknown): Array<
   if (!criteria || typeof criteria !== 'object' || Array.isArray(criteria)) {
     throw new InvalidRequestError(`${where}: a choice's criteria must be an object mapping each option to a description (or null)`);
   }
-  const entries = Object.entries(criteria as Record<string, unknown>);
+  const c = criteria as Record<string, unknown>;
+  const entries = inOrder(c, order).map((k) => [k, c[k]] as const);
   countOptions(where, entries.length);
   return entries.map(([key, d]) => {
     if (key.trim() === '') throw new InvalidRequestError(`${where}: an option's name is empty`);

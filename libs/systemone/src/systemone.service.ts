@@ -3,7 +3,7 @@ import { RequestScope } from '../../engine/src/core/generation-request';
 import { NextTokenScorer } from '../../engine/src/decisions/next-token-scorer';
 import { Answer, answerOf } from './decision-answers';
 import { decisionMessages } from './decision-prompts';
-import { checkState, parseQuestions } from './questions';
+import { checkState, KeyOrder, parseQuestions } from './questions';
 import { DecisionRequestDto } from './protocol/decision.dto';
 
 export interface Decision {
@@ -29,11 +29,11 @@ export function decisionJson(d: Decision): string {
 export class SystemOneService {
   constructor(@Inject(NextTokenScorer) private readonly scorer: NextTokenScorer) {}
 
-  /** `sent`: the question names in the body's order (see parseQuestions). */
-  async decide(dto: DecisionRequestDto, scope: RequestScope, sent?: string[]): Promise<Decision> {
+  /** `order`: the body's key order (see parseQuestions). */
+  async decide(dto: DecisionRequestDto, scope: RequestScope, order?: KeyOrder): Promise<Decision> {
     // Everything the body can get wrong is refused before a model is touched.
     const state = checkState(dto.state);
-    const questions = parseQuestions(dto.questions, sent);
+    const questions = parseQuestions(dto.questions, order);
     const r = await this.scorer.score({
       model: dto.model ?? '',
       keepAlive: dto.keep_alive,

@@ -7,6 +7,8 @@
 #include "whisper.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,8 +16,39 @@
 
 namespace {
 
+// Set on the loading thread when whisper.cpp found no tensors in the file ("an empty model for
+// testing"): a header without weights, or a download cut short, which then answered every
+// request with nothing.
+thread_local bool loadedNoTensors = false;
+
 // whisper.cpp (and its ggml) log to stderr unless told otherwise: the server keeps its own log.
-void quiet(enum ggml_log_level, const char *, void *) {}
+void quiet(enum ggml_log_level, const char * text, void *) {
+  if (text && std::strstr(text, "no tensors loaded")) loadedNoTensors = true;
+}
+
+// The legacy header's hyperparameters, checked before whisper.cpp reads them: it sizes tensors
+// from them and asserts (aborting the process) on a type or a size it cannot make, as with
+// another ggml file (whisper.cpp's voice-activity model) or a damaged header.
+std::string headerProblem(const std::string & path) {
+  std::FILE * f = std::fopen(path.c_str(), "rb");
+  if (!f) return "cannot be opened";
+  int32_t h[12] = {0};
+  const size_t got = std::fread(h, sizeof(int32_t), 12, f);
+  std::fclose(f);
+  if (got < 12 || (uint32_t) h[0] != 0x67676d6c) return "is not a whisper model (no ggml header)";
+  const int32_t nVocab = h[1], audioCtx = h[2], audioState = h[3], audioHead = h[4], audioLayer = h[5];
+  const int32_t textCtx = h[6], textState = h[7], textHead = h[8], textLayer = h[9], nMels = h[10], ftype = h[11];
+  const auto within = [](int32_t v, int32_t lo, int32_t hi) { return v >= lo && v <= hi; };
+  if (!within(nVocab, 1, 1 << 20) || !within(audioCtx, 1, 1 << 16) || !within(textCtx, 1, 1 << 16) || !within(audioState, 1, 1 << 14) ||
+      !within(textState, 1, 1 << 14) || !within(audioHead, 1, 1024) || !within(textHead, 1, 1024) || !within(audioLayer, 1, 1024) ||
+      !within(textLayer, 1, 1024) || !within(nMels, 1, 1024) || audioState % audioHead != 0 || textState % textHead != 0) {
+    return "is not a whisper model (its header's sizes are not a whisper model's)";
+  }
+  if (ftype < 0 || ggml_ftype_to_ggml_type((enum ggml_ftype) (ftype % GGML_QNT_VERSION_FACTOR)) == GGML_TYPE_COUNT) {
+    return "is not a whisper model (unknown weight type " + std::to_string(ftype) + ")";
+  }
+  return "";
+}
 
 struct Model {
   whisper_context * ctx = nullptr;
@@ -66,8 +99,16 @@ class LoadWorker : public Napi::AsyncWorker {
     auto m = std::make_shared<Model>();
     whisper_context_params cp = whisper_context_default_params();
     cp.use_gpu = false;
+    const std::string problem = headerProblem(path_);
+    if (!problem.empty()) return SetError(path_ + " " + problem);
+    loadedNoTensors = false;
     m->ctx = whisper_init_from_file_with_params_no_state(path_.c_str(), cp);
     if (!m->ctx) return SetError("whisper.cpp could not load " + path_ + " (not a whisper ggml model, or damaged)");
+    if (loadedNoTensors) {
+      whisper_free(m->ctx);
+      m->ctx = nullptr;
+      return SetError(path_ + " holds no weights (a header only, or a download cut short)");
+    }
     // An all-f32 model would abort the process at its first convolution (1.9.1's im2col wants f16 kernels).
     if (whisper_model_ftype(m->ctx) == 0) return SetError(path_ + " is an all-f32 whisper model, which whisper.cpp 1.9.1 cannot run: use an f16 or quantized one");
     m->state = whisper_init_state(m->ctx);

@@ -23,8 +23,8 @@ export interface Answer {
   json: any;
 }
 
-/** One request over http or https, with any headers (Host included) and optional client certificate. */
-export function send(url: string, o: { method?: string; headers?: Record<string, string>; body?: unknown; tls?: TlsClientOptions } = {}): Promise<Answer> {
+/** One request over http or https, with any headers (Host included), optional client certificate and request-line target. */
+export function send(url: string, o: { method?: string; headers?: Record<string, string>; body?: unknown; tls?: TlsClientOptions; target?: string } = {}): Promise<Answer> {
   const body = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
   const headers: Record<string, string> = {
     ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
@@ -46,8 +46,8 @@ export function send(url: string, o: { method?: string; headers?: Record<string,
       });
     };
     const req = url.startsWith('https:')
-      ? httpsRequest(url, { method: o.method ?? 'GET', headers, agent: false, ...(o.tls ?? {}) }, cb)
-      : httpRequest(url, { method: o.method ?? 'GET', headers, agent: false }, cb);
+      ? httpsRequest(url, { method: o.method ?? 'GET', headers, agent: false, ...(o.target ? { path: o.target } : {}), ...(o.tls ?? {}) }, cb)
+      : httpRequest(url, { method: o.method ?? 'GET', headers, agent: false, ...(o.target ? { path: o.target } : {}) }, cb);
     req.on('error', reject);
     req.end(body);
   });

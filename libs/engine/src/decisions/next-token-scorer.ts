@@ -52,11 +52,16 @@ export class NextTokenScorer {
     if (!lm.hasChatTemplate) throw new InvalidRequestError(`${name} has no chat template: decisions need a chat model`);
     const letters = letterTokens(lm.native);
     const scoreIds = req.prompts.map((p) => Int32Array.from(p.options.flatMap((o) => letterIds(letters, o, name))));
-    const tokens = req.prompts.map((p) => this.tokenize(lm, p));
+    // Off the event loop and one at a time, refusing the first that does not fit: every prompt
+    // carries the state, and 64 of a megabyte tokenized on the loop held every route for seconds.
     const limit = lm.scheduler.nCtxSeq;
-    tokens.forEach((t, i) => {
-      if (t.length + 1 > limit) throw new InvalidRequestError(`question "${req.prompts[i].label}" is ${t.length} tokens; ${name} holds ${limit} positions per request`);
-    });
+    const tokens: Int32Array[] = [];
+    for (const p of req.prompts) {
+      const t = await this.tokenize(lm, p);
+      if (t.length + 1 > limit) throw new InvalidRequestError(`question "${p.label}" is ${t.length} tokens; ${name} holds ${limit} positions per request`);
+      if (req.signal?.aborted) throw new ClientGoneError();
+      tokens.push(t);
+    }
     const logprobs: Float32Array[] = new Array(req.prompts.length);
     let evaluated = 0;
     const shared = sharedPrefix(tokens);
@@ -99,11 +104,11 @@ export class NextTokenScorer {
     return { modelName: name, probabilities, promptTokens: tokens.map((t) => t.length), evaluatedTokens: evaluated };
   }
 
-  private tokenize(lm: LoadedModel, p: ScoredPrompt): Int32Array {
+  private async tokenize(lm: LoadedModel, p: ScoredPrompt): Promise<Int32Array> {
     // thinking off: a reasoning template opens (and closes) its think block in the generation prompt,
     // so the next token is the answer's first.
     const rendered = renderPrompt(lm.native, { kind: 'chat', messages: p.messages, thinking: false }, { kind: 'none' });
-    return lm.native.tokenizeSync(rendered.text, true, true);
+    return lm.native.tokenize(rendered.text, true, true);
   }
 }
 

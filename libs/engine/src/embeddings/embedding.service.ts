@@ -11,7 +11,7 @@ export interface EmbedRequest {
   /** An input longer than the encoder reads: cut to fit (true), or refused (false). */
   truncate: boolean;
   /** Fewer dimensions: the vector's first ones, normalized again (as OpenAI and the local runner do). */
-  dimensions?: number;
+  dimensions?: number | null;
   /** The client's: inputs not computed yet are dropped when it fires. */
   signal?: AbortSignal;
   /** The local runner's routes: keep_alive as sent (absent: -keep-alive), as on /api/chat. */
@@ -40,8 +40,14 @@ export class EmbeddingService implements OnApplicationShutdown {
   async embed(req: EmbedRequest): Promise<EmbedResult> {
     if (req.inputs.length > MAX_EMBED_INPUTS) throw new InvalidRequestError(`input holds ${req.inputs.length} strings; at most ${MAX_EMBED_INPUTS} are embedded at once`);
     const { encoder, name, fresh } = await this.encoders.acquire(req.model, 'embed', req.runner);
+    return encoder.held(() => this.embedWith(encoder, name, fresh, req));
+  }
+
+  /** The encoder is held meanwhile: its keep_alive (another request's 0) cannot free it under this one. */
+  private async embedWith(encoder: Encoder, name: string, fresh: boolean, req: EmbedRequest): Promise<EmbedResult> {
     const { nEmbd, nCtx } = encoder.embedder;
-    const dims = req.dimensions;
+    // null is "not sent", as for every optional field (the OpenAI Python client sends dimensions=None so).
+    const dims = req.dimensions ?? undefined;
     if (dims !== undefined && !(Number.isInteger(dims) && dims >= 1 && dims <= nEmbd)) {
       throw new InvalidRequestError(`dimensions must be an integer from 1 to ${nEmbd} (${name} writes ${nEmbd}), got ${dims}`);
     }

@@ -82,9 +82,24 @@ export class Encoder {
     });
   }
 
-  /** Requests waiting or computing. */
+  /** Requests that acquired this encoder and have not finished with it (tokenizing, waiting, computing). */
+  private holds = 0;
+
+  /** Runs fn with the encoder held: busy all along, and its keep_alive counted from the end. */
+  async held<T>(fn: () => Promise<T>): Promise<T> {
+    this.holds++;
+    try {
+      return await fn();
+    } finally {
+      this.holds--;
+      this.lastUsed = Date.now();
+      if (this.expiresAt) this.expiresAt = new Date(this.lastUsed + this.keepAliveMs);
+    }
+  }
+
+  /** Requests held, waiting or computing. */
   get busy(): boolean {
-    return this.waiting.length > 0 || this.running !== undefined;
+    return this.holds > 0 || this.waiting.length > 0 || this.running !== undefined;
   }
 
   /** Waits for the calls queued, then frees the context and the weights; later calls are 503s. */

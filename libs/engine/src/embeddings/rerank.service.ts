@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidRequestError } from '../core/errors';
 import { fitTokens } from './embedding.service';
-import { EncoderPool } from './encoder-pool';
+import { Encoder, EncoderPool } from './encoder-pool';
 
 export interface RerankRequest {
   /** '' = the server's reranker. */
@@ -31,6 +31,11 @@ export class RerankService {
   async rerank(req: RerankRequest): Promise<RerankResult> {
     if (req.documents.length > MAX_RERANK_DOCUMENTS) throw new InvalidRequestError(`${req.documents.length} documents; at most ${MAX_RERANK_DOCUMENTS} are scored at once`);
     const { encoder, name } = await this.encoders.acquire(req.model, 'rank');
+    // Held meanwhile: another request's keep_alive 0 cannot free it under this one.
+    return encoder.held(() => this.rankWith(encoder, name, req));
+  }
+
+  private async rankWith(encoder: Encoder, name: string, req: RerankRequest): Promise<RerankResult> {
     const { nCtx } = encoder.embedder;
     // A query that leaves no room for a document would score every document as the same cut text.
     const [bare] = await encoder.native.rerankInputs(req.query, ['']);

@@ -108,7 +108,15 @@ export class Sequence {
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
-    else spec.signal?.addEventListener('abort', () => this.cancel(), { once: true });
+    else spec.signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  // Removed when the sequence ends: a decision's 64 questions share one request's signal, and each
+  // listener kept its sequence alive (and warned of a leak) until the request ended.
+  private readonly onAbort = () => this.cancel();
+
+  private unlisten(): void {
+    this.spec.signal?.removeEventListener('abort', this.onAbort);
   }
 
   private cancel(): void {
@@ -171,6 +179,7 @@ export class Sequence {
   finish(reason: FinishReason, stop: string | undefined, decodeEnd: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.unlisten();
     if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
     let finishReason = reason;
     if (this.spec.parser) {
@@ -223,6 +232,7 @@ export class Sequence {
   fail(err: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    this.unlisten();
     this.channel.fail(err);
   }
 

@@ -4,6 +4,7 @@ import { Chunk, chunkText } from './chunker';
 import { readDocument, scanDocuments } from './document-files';
 import { IndexedDocument, IndexEncoder, readIndexFile, writeIndexFile } from './index-file';
 import { DocumentLabels } from './labels';
+import { sweepTempFiles } from '../../../store/src/atomic-file';
 
 /** What the index needs of an encoder: which weights it is, and vectors for texts. */
 export interface IndexEmbedder {
@@ -60,6 +61,8 @@ export class DocumentIndex {
 
   /** What the index file holds, if it can be read (a damaged one is rebuilt, with a warning). */
   load(): void {
+    const swept = sweepTempFiles(join(this.dir, INDEX_FILE));
+    if (swept > 0) this.warn(`index: removed ${swept} unfinished index file(s) an earlier process left when it was stopped mid-write`);
     try {
       const stored = readIndexFile(join(this.dir, INDEX_FILE));
       if (!stored) return;

@@ -27,7 +27,8 @@ export interface StoredIndex {
 }
 
 const MAGIC = Buffer.from('SVCIDX1\n');
-const VERSION = 1;
+// 2: chunks weigh characters by script (chunker.ts); a version-1 file is rebuilt once.
+const VERSION = 2;
 
 /**
  * One file holds the whole index, written atomically (a crash leaves the old

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { LABELS_FILE } from './document-files';
 
 /**
@@ -41,11 +41,11 @@ export class DocumentLabels {
       if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string' && l.trim() !== '')) {
         throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} must map to an array of labels (non-empty strings)`);
       }
+      const path = key === '*' ? '*' : keyPath(key);
+      if (path === undefined) throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} names a path outside the folder`);
       // A pattern would read as a path naming nothing, and label nothing: refused rather than open.
-      const path = key.replace(/^\.?\/+/, '');
       if (key !== '*' && /[*?[\]{}]/.test(key) && !exists(path)) throw new Error(`index ${LABELS_FILE}: ${JSON.stringify(key)} is a pattern; keys are a document's path, a folder or "*"`);
-      // "./" or "/" is the folder itself: every document, as "*".
-      rules.push([path === '' ? '*' : path, labels as string[]]);
+      rules.push([path, labels as string[]]);
     }
     return new DocumentLabels(rules);
   }
@@ -60,4 +60,17 @@ export class DocumentLabels {
     }
     return [...out].sort();
   }
+}
+
+/**
+ * A key as the document paths are written ("hr/pay.txt"), however it was spelt: "hr/.",
+ * "hr//", "bulk/../hr", "./hr/" and "hr/pay.txt/" all name what "hr" or "hr/pay.txt" names (compared
+ * as written, they labelled nothing, and the documents went unprotected). "." or "/" is the whole
+ * folder, as "*". undefined for a key that leaves the folder.
+ */
+function keyPath(key: string): string | undefined {
+  const p = posix.normalize(key).replace(/^\/+/, '').replace(/\/+$/, '');
+  if (p === '' || p === '.') return '*';
+  if (p === '..' || p.startsWith('../')) return undefined;
+  return p;
 }

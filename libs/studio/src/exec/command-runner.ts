@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -63,6 +63,7 @@ export function runCommand(req: ExecRequest, opts: RunOptions = {}): Promise<Exe
       killGroup();
     }, req.timeoutMs);
     opts.signal?.addEventListener('abort', killGroup, { once: true });
+    if (opts.signal?.aborted) killGroup(); // an aborted signal fires no listener
     const finish = () => {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', killGroup);
@@ -144,14 +145,31 @@ class Capture {
 
 /** POST /studio/exec's runner, with one log line per command (this is remote command execution: an audit trail). */
 @Injectable()
-export class CommandRunner {
+export class CommandRunner implements BeforeApplicationShutdown {
   private readonly log = new Logger('studio');
+  /** One per running command: a stopping server kills them (detached, they outlived it, and its stop waited them out). */
+  private readonly running = new Set<AbortController>();
 
   async run(req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
     this.log.log(`exec in ${req.cwd}: ${abbreviated(req.command)}`);
-    const r = await runCommand(req, { signal });
-    this.log.log(`exec done: ${r.signal ?? `exit ${r.exit_code}`}${r.timed_out ? ' (timed out)' : ''} in ${r.duration_ms} ms`);
-    return r;
+    const ac = new AbortController();
+    const follow = () => ac.abort();
+    signal?.addEventListener('abort', follow, { once: true });
+    if (signal?.aborted) ac.abort();
+    this.running.add(ac);
+    try {
+      const r = await runCommand(req, { signal: ac.signal });
+      this.log.log(`exec done: ${r.signal ?? `exit ${r.exit_code}`}${r.timed_out ? ' (timed out)' : ''} in ${r.duration_ms} ms`);
+      return r;
+    } finally {
+      this.running.delete(ac);
+      signal?.removeEventListener('abort', follow);
+    }
+  }
+
+  beforeApplicationShutdown(): void {
+    if (this.running.size > 0) this.log.log(`stopping: killing ${this.running.size} running command(s)`);
+    for (const ac of this.running) ac.abort();
   }
 }
 
