@@ -23,6 +23,7 @@ const NODE_LLAMA_CPP = 'node-llama-cpp@3.21.1';
 const WHISPER_VERSION = '1.9.1';
 const NODEJS_WHISPER = 'nodejs-whisper@0.3.1';
 const ADDONS = ['engine', 'whisper', 'all'];
+const TREE = 'llama+common+mtmd';
 const BACKENDS = ['cpu', 'cuda', 'metal'];
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -227,7 +228,9 @@ async function buildEngine(opts) {
   if (opts.backend === 'cuda' && process.env.SVC_CUDA_ARCHS) cmakeFlags.push(`SVC_CUDA_ARCHS=${process.env.SVC_CUDA_ARCHS}`);
   if (opts.referenceTools) cmakeFlags.push('SVC_REFERENCE_TOOLS=ON');
   cmakeFlags.push(...opts.cmake);
-  const key = createHash('sha256').update(JSON.stringify([llamaCommit, opts.backend, opts.portable, cmakeFlags])).digest('hex').slice(0, 12);
+  // TREE names the set of llama.cpp targets the tree builds (libmtmd since vision): a checkout
+  // building other targets gets its own tree instead of reconfiguring a shared one back and forth.
+  const key = createHash('sha256').update(JSON.stringify([llamaCommit, opts.backend, opts.portable, cmakeFlags, TREE])).digest('hex').slice(0, 12);
   const buildDir = path.join(cacheDir, 'build', `${opts.backend}-${key}`);
   fs.mkdirSync(buildDir, { recursive: true });
   const logFile = path.join(buildDir, 'build.log');
