@@ -1,11 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, Server } from 'node:http';
 import { join } from 'node:path';
 import { fixtureModel, ROOT, syntheticModel } from './helpers/fixtures';
 import { dataUrl, png } from './helpers/images';
+import { writeOllamaModel } from './helpers/ollama-store';
 import { freePort, greedyFetch, postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(300_000);
@@ -83,6 +86,15 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     expect(b).not.toBe(a1);
   });
 
+  it('two image requests at once answer as each alone (concurrency 2), streamed or not', async () => {
+    const alone = [(await openai.chat.completions.create(withImage(red))).choices[0].message.content, (await openai.chat.completions.create(withImage(checks))).choices[0].message.content];
+    const together = await Promise.all([openai.chat.completions.create(withImage(red)), openai.chat.completions.create(withImage(checks))]);
+    expect(together.map((r) => r.choices[0].message.content)).toEqual(alone);
+    let streamed = '';
+    for await (const c of await openai.chat.completions.create({ ...withImage(red), stream: true })) streamed += c.choices[0]?.delta?.content ?? '';
+    expect(streamed).toBe(alone[0]);
+  });
+
   it('a text-only request after image requests answers as on the fresh server (no stale prefix)', async () => {
     await openai.chat.completions.create(withImage(checks));
     const again = await openai.chat.completions.create({ model: '', ...GREEDY, messages: [{ role: 'user', content: QUESTION }] });
@@ -147,6 +159,55 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     expect(r.usage!.input_tokens).toBeGreaterThan(IMAGE_POSITIONS);
   });
 });
+
+describe("a store model with a projector layer (the local runner's store)", () => {
+  let srv: RunningServer;
+  const ollamaDir = mkdtempSync(join(tmpdir(), 'svc-vision-ollama-'));
+
+  beforeAll(async () => {
+    writeOllamaModel(ollamaDir, 'seer:latest', [
+      { mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('vision-tiny')) },
+      { mediaType: 'application/vnd.ollama.image.projector', data: readFileSync(MMPROJ) },
+    ]);
+    writeOllamaModel(ollamaDir, 'plain:latest', [{ mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('qwen2.5-tiny')) }]);
+    srv = await startServer(['-m', 'seer', '-threads', '1', '-concurrency', '2'], { env: { OLLAMA_MODELS: ollamaDir } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+    rmSync(ollamaDir, { recursive: true, force: true });
+  });
+
+  it('loads the projector with the weights: health, show and route say vision, and images are read', async () => {
+    const h = (await (await fetch(`${srv.url}/healthz`)).json()) as { vision: boolean };
+    expect(h.vision).toBe(true);
+    const ollama = new Ollama({ host: srv.url });
+    expect((await ollama.show({ model: 'seer' })).capabilities).toContain('vision');
+    expect((await ollama.show({ model: 'plain' })).capabilities).not.toContain('vision');
+    const route = await postJson(`${srv.url}/v1/route`, { text: 'what is in this photo?', has_image: true });
+    expect(route.status).toBe(200);
+    expect(route.json.candidates.find((c: { model: string }) => c.model.startsWith('seer')).vision).toBe(true);
+    const r = await ollama.chat({ model: 'seer', stream: false, options: { temperature: 0, num_predict: 4 }, messages: [{ role: 'user', content: QUESTION, images: [red.toString('base64')] }] });
+    expect(r.prompt_eval_count).toBeGreaterThan(IMAGE_POSITIONS);
+    // The model without one keeps the old refusal.
+    const plain = await postJson(`${srv.url}/v1/chat/completions`, { model: 'plain', ...withImageBody(red) });
+    expect(plain.status).toBe(400);
+    expect(plain.json.error.message).toBe('this model has no vision projector; it cannot read image parts');
+  });
+
+  it('-mmproj for a store model of another width stops the server when it loads (exit 2)', async () => {
+    const proc = spawn(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', `127.0.0.1:${await freePort()}`, '-m', 'plain', '-mmproj', MMPROJ, '-threads', '1'], { env: { ...process.env, OLLAMA_MODELS: ollamaDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    proc.stderr.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(err).toContain('flag -mmproj: cannot load the vision projector');
+    expect(err).toContain('mismatch between text model (n_embd = 64) and mmproj (n_embd = 128)');
+  });
+});
+
+function withImageBody(img: Buffer) {
+  return { max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'text', text: QUESTION }, { type: 'image_url', image_url: { url: dataUrl(img) } }] }] };
+}
 
 describe('-mmproj refused at startup (exit 2)', () => {
   const boot = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', '127.0.0.1:18219', ...args], { encoding: 'utf8', timeout: 60_000 });
