@@ -149,6 +149,18 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     expect(url.content).toEqual(b64.content);
   });
 
+  it('images count in count_tokens, and svc_session (a context matched by tokens) refuses them', async () => {
+    const count = await postJson(`${srv.url}/v1/messages/count_tokens`, {
+      model: '',
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: red.toString('base64') } }, { type: 'text', text: QUESTION }] }],
+    });
+    expect(count.status).toBe(200);
+    expect(count.json.input_tokens).toBeGreaterThan(IMAGE_POSITIONS);
+    const session = await postJson(`${srv.url}/v1/chat/completions`, { ...withImage(red), svc_session: 'pictures' });
+    expect(session.status).toBe(400);
+    expect(session.json.error.message).toBe('svc_session contexts hold text only: send images without svc_session');
+  });
+
   it('/v1/responses: input_image', async () => {
     const r = await openai.responses.create({
       model: '',
