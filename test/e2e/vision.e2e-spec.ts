@@ -41,6 +41,7 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     images = createServer((req, res) => {
       if (req.url === '/red.png') return void res.writeHead(200, { 'content-type': 'image/png' }).end(red);
       if (req.url === '/slow.png') return; // the fetch's time limit ends it
+      if (req.url === '/big.png') return void res.writeHead(200, { 'content-length': String(21 * 1024 * 1024) }).write(Buffer.alloc(16));
       res.writeHead(404).end();
     });
     const port = await freePort();
@@ -108,6 +109,12 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     const missing = await postJson(`${srv.url}/v1/chat/completions`, withImage(`${imagesUrl}/none.png`));
     expect(missing.status).toBe(400);
     expect(missing.json.error).toEqual({ message: `image 1: ${imagesUrl}/none.png answered 404`, type: 'Bad Request' });
+    const big = await postJson(`${srv.url}/v1/chat/completions`, withImage(`${imagesUrl}/big.png`));
+    expect(big.status).toBe(400);
+    expect(big.json.error.message).toBe(`image 1: ${imagesUrl}/big.png is ${21 * 1024 * 1024} bytes; images are taken up to ${20 * 1024 * 1024}`);
+    const slow = await postJson(`${srv.url}/v1/chat/completions`, withImage(`${imagesUrl}/slow.png`));
+    expect(slow.status).toBe(400);
+    expect(slow.json.error.message).toBe(`image 1: cannot fetch ${imagesUrl}/slow.png (no answer within 10000 ms)`);
   });
 
   it('a corrupt image is a 400 in the spec error shape, and the server goes on', async () => {
