@@ -23,6 +23,7 @@ const NODE_LLAMA_CPP = 'node-llama-cpp@3.21.1';
 const WHISPER_VERSION = '1.9.1';
 const NODEJS_WHISPER = 'nodejs-whisper@0.3.1';
 const ADDONS = ['engine', 'whisper', 'all'];
+const TREE = 'llama+common+mtmd';
 const BACKENDS = ['cpu', 'cuda', 'metal'];
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -139,6 +140,22 @@ function nativeSourceHash(root = path.join(repo, 'native'), skip = [path.join(re
   return h.digest('hex').slice(0, 16);
 }
 
+/**
+ * The cached tree is shared by every checkout (worktrees included), but CMake remembers the one
+ * that configured it, and `cmake-js build` only rebuilds: another checkout's build compiled the
+ * first one's addon sources, silently. Its cache goes when it names another source folder, so
+ * this build configures it for ours (llama.cpp's objects stay: their sources are the same files).
+ */
+function forgetOtherCheckout(buildDir, sourceDir) {
+  const cache = path.join(buildDir, 'CMakeCache.txt');
+  if (!fs.existsSync(cache)) return;
+  const home = /^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$/m.exec(fs.readFileSync(cache, 'utf8'))?.[1];
+  if (home === undefined || path.resolve(home) === path.resolve(sourceDir)) return;
+  log(`${buildDir} was configured for ${home}: configuring it for ${sourceDir}`);
+  fs.rmSync(cache, { force: true });
+  fs.rmSync(path.join(buildDir, 'CMakeFiles'), { recursive: true, force: true });
+}
+
 function tail(file, n = 60) {
   try {
     return fs.readFileSync(file, 'utf8').split('\n').slice(-n).join('\n');
@@ -227,9 +244,12 @@ async function buildEngine(opts) {
   if (opts.backend === 'cuda' && process.env.SVC_CUDA_ARCHS) cmakeFlags.push(`SVC_CUDA_ARCHS=${process.env.SVC_CUDA_ARCHS}`);
   if (opts.referenceTools) cmakeFlags.push('SVC_REFERENCE_TOOLS=ON');
   cmakeFlags.push(...opts.cmake);
-  const key = createHash('sha256').update(JSON.stringify([llamaCommit, opts.backend, opts.portable, cmakeFlags])).digest('hex').slice(0, 12);
+  // TREE names the set of llama.cpp targets the tree builds (libmtmd since vision): a checkout
+  // building other targets gets its own tree instead of reconfiguring a shared one back and forth.
+  const key = createHash('sha256').update(JSON.stringify([llamaCommit, opts.backend, opts.portable, cmakeFlags, TREE])).digest('hex').slice(0, 12);
   const buildDir = path.join(cacheDir, 'build', `${opts.backend}-${key}`);
   fs.mkdirSync(buildDir, { recursive: true });
+  forgetOtherCheckout(buildDir, path.join(repo, 'native', opts.backend));
   const logFile = path.join(buildDir, 'build.log');
   fs.writeFileSync(logFile, `# ${new Date().toISOString()} ${opts.backend} portable=${opts.portable}\n`);
 
@@ -298,6 +318,7 @@ async function buildWhisper(opts) {
   const key = createHash('sha256').update(JSON.stringify([WHISPER_VERSION, opts.portable, cmakeFlags])).digest('hex').slice(0, 12);
   const buildDir = path.join(cacheDir, 'build', `whisper-${key}`);
   fs.mkdirSync(buildDir, { recursive: true });
+  forgetOtherCheckout(buildDir, path.join(repo, 'native', 'whisper'));
   const logFile = path.join(buildDir, 'build.log');
   fs.writeFileSync(logFile, `# ${new Date().toISOString()} whisper portable=${opts.portable}\n`);
   log(`building whisper in ${buildDir} with ${opts.jobs} jobs (log: ${logFile})`);

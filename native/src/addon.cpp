@@ -12,6 +12,7 @@
 #include "sampler.h"
 #include "svc.h"
 #include "svc_log.h"
+#include "vision.h"
 
 #include <cstdio>
 #include <mutex>
@@ -66,6 +67,8 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   data->sampler = Napi::Persistent(Sampler::Define(env));
   data->chatPrompt = Napi::Persistent(ChatPrompt::Define(env));
   data->embedder = Napi::Persistent(Embedder::Define(env));
+  data->projector = Napi::Persistent(Projector::Define(env));
+  data->mediaPrompt = Napi::Persistent(MediaPrompt::Define(env));
   env.SetInstanceData<AddonData>(data);
   env.AddCleanupHook([] { logShutdown(); });
 

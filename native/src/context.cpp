@@ -118,6 +118,7 @@ Napi::Function Context::Define(Napi::Env env) {
     InstanceMethod<&Context::StateSeqGet>("stateSeqGet"),
     InstanceMethod<&Context::StateSeqSet>("stateSeqSet"),
     InstanceMethod<&Context::Clear>("clear"),
+    InstanceMethod<&Context::EvalMedia>("evalMedia"),
     InstanceMethod<&Context::Dispose>("dispose"),
   });
 }

@@ -115,6 +115,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value StateSeqGet(const Napi::CallbackInfo & info);
   Napi::Value StateSeqSet(const Napi::CallbackInfo & info);
   Napi::Value Clear(const Napi::CallbackInfo & info);
+  Napi::Value EvalMedia(const Napi::CallbackInfo & info);  // vision.cpp
   void Dispose(const Napi::CallbackInfo & info);
 
   std::shared_ptr<ContextState> st_;

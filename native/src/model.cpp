@@ -1,4 +1,5 @@
 #include "model.h"
+#include "vision.h"
 
 #include "chat_prompt.h"
 #include "common.h"
@@ -197,6 +198,7 @@ Napi::Function Model::Define(Napi::Env env) {
     InstanceMethod<&Model::CreateContext>("createContext"),
     InstanceMethod<&Model::CreateEmbedder>("createEmbedder"),
     InstanceMethod<&Model::RerankInputs>("rerankInputs"),
+    InstanceMethod<&Model::LoadProjector>("loadProjector"),
     InstanceMethod<&Model::Dispose>("dispose"),
   });
 }
@@ -310,6 +312,10 @@ Napi::Value Model::CreateEmbedder(const Napi::CallbackInfo & info) {
 
 Napi::Value Model::RerankInputs(const Napi::CallbackInfo & info) {
   return rerankInputs(info, state(info.Env()));
+}
+
+Napi::Value Model::LoadProjector(const Napi::CallbackInfo & info) {
+  return loadProjector(info, state(info.Env()));
 }
 
 void Model::Dispose(const Napi::CallbackInfo &) {

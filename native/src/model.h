@@ -54,6 +54,7 @@ class Model : public Napi::ObjectWrap<Model> {
   Napi::Value CreateContext(const Napi::CallbackInfo & info);
   Napi::Value CreateEmbedder(const Napi::CallbackInfo & info);
   Napi::Value RerankInputs(const Napi::CallbackInfo & info);
+  Napi::Value LoadProjector(const Napi::CallbackInfo & info);
   void Dispose(const Napi::CallbackInfo & info);
 
   std::shared_ptr<ModelState> st_;

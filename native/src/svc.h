@@ -18,6 +18,8 @@ struct AddonData {
   Napi::FunctionReference sampler;
   Napi::FunctionReference chatPrompt;
   Napi::FunctionReference embedder;
+  Napi::FunctionReference projector;
+  Napi::FunctionReference mediaPrompt;
 };
 
 inline AddonData & addonData(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

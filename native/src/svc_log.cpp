@@ -2,6 +2,7 @@
 
 #include "ggml.h"
 #include "llama.h"
+#include "mtmd-helper.h"
 
 #include <mutex>
 #include <optional>
@@ -42,6 +43,8 @@ void onLog(ggml_log_level level, const char * text, void * /*user*/) {
 void logInstall() {
   llama_log_set(onLog, nullptr);
   ggml_log_set(onLog, nullptr);
+  // libmtmd (and clip) log through their own hook, to stderr unless set.
+  mtmd_helper_log_set(onLog, nullptr);
 }
 
 void logSetJs(Napi::Env env, Napi::Value fn) {

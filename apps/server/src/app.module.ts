@@ -24,7 +24,7 @@ import { Lexicon } from '../../../libs/engine/src/constraints/lexicon';
 @Module({})
 export class AppModule {
   static forRoot(config: ServerConfig, backend: InferenceBackend): DynamicModule {
-    const catalog = new ModelCatalog({ defaultModel: config.defaultModel, encoderModel: config.features.embed, rerankerModel: config.features.rerank, storeDir: config.storeDir });
+    const catalog = new ModelCatalog({ defaultModel: config.defaultModel, defaultProjector: config.projector, encoderModel: config.features.embed, rerankerModel: config.features.rerank, storeDir: config.storeDir });
     // Read at boot so a bad word list stops the server instead of failing requests.
     const lexicon = config.features.lexicon ? Lexicon.fromFile(config.features.lexicon) : undefined;
     return {

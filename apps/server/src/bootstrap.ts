@@ -134,6 +134,11 @@ async function loadDefaultModel(app: NestFastifyApplication, log: Logger): Promi
       log.warn(`${err.message}: generation routes answer 503 until then`);
       return;
     }
+    if (err instanceof StartupError) {
+      // A flag's file the load found unusable (-mmproj): a startup error (exit 2), as at parse time.
+      console.error(`svc: ${err.message}`);
+      process.exit(2);
+    }
     boot.state = 'failed';
     boot.error = (err as Error).message;
     log.error(`loading the default model failed: ${boot.error}`);

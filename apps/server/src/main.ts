@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { bootstrap } from './bootstrap';
-import { buildConfig, checkModelFlags, checkFlagFiles, checkWhisperModel, VERSION } from './config/server-config';
+import { buildConfig, checkModelFlags, checkFlagFiles, checkProjectorFlag, checkWhisperModel, VERSION } from './config/server-config';
 import { FlagError, helpText, parseFlags } from './config/flags';
 import { StartupError } from '../../../libs/engine/src/core/errors';
 import { InferenceBackend } from '../../../libs/engine/src/backend/inference-backend';
@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     if (positional.length > 0) throw new FlagError(`unexpected argument "${positional[0]}" (see svc -help)`);
     config = buildConfig(flags);
     checkModelFlags(config);
+    checkProjectorFlag(config);
     checkFlagFiles(flags);
     checkWhisperModel(config);
   } catch (err) {

@@ -218,7 +218,9 @@ export class ContextsService {
       const messages = (body.messages as Array<Record<string, unknown>>).map(toCoreMessage);
       // With the model's SYSTEM, as a chat request renders them: svc_session then continues it.
       const defaults = this.models.catalog.defaults(this.models.catalog.resolve(model));
-      const rendered = renderPrompt(lm.native, withModelSystem({ kind: 'chat', messages, generationPrompt }, defaults), { kind: 'none' });
+      // A context is matched by its tokens, which cannot tell two pictures apart: text only, even on a vision model.
+      const textOnly = lm.projector ? { refusal: 'contexts hold text only: images cannot be written into a context' } : {};
+      const rendered = renderPrompt(lm.native, withModelSystem({ kind: 'chat', messages, generationPrompt }, defaults), { kind: 'none' }, textOnly);
       return lm.native.tokenize(rendered.text, true, true);
     }
     return undefined;

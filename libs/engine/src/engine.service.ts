@@ -12,6 +12,7 @@ import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { withModelDefaults, withModelSystem } from './models/model-defaults';
 import { renderPrompt, RenderedPrompt } from './prompt/prompt-renderer';
+import { PromptMedia, readVisionPrompt, textTokens } from './media/vision-prompt';
 
 /** The -lexicon word list, when the server loaded one. */
 export const LEXICON = Symbol('LEXICON');
@@ -60,9 +61,18 @@ export class EngineService implements OnApplicationShutdown {
     const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
     // The requested name's manifest, not the loaded file's: two names of one file may differ here.
     const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
-    const rendered = renderPrompt(lm.native, req.prompt, requested);
+    const rendered = renderPrompt(lm.native, req.prompt, requested, lm.vision);
     if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
-    const tokens = await promptTokens(lm, rendered.text, req.priorTokens);
+    const { tokens, media } = await readPrompt(lm, rendered, req);
+    try {
+      return await this.submit(req, lm, modelName, rendered, requested, tokens, media);
+    } catch (err) {
+      media?.prompt.dispose();
+      throw err;
+    }
+  }
+
+  private async submit(req: GenerationRequest, lm: LoadedModel, modelName: string, rendered: RenderedPrompt, requested: OutputConstraint, tokens: Int32Array, media: PromptMedia | undefined): Promise<GenerationHandle> {
     if (tokens.length === 0) throw new InvalidRequestError('the prompt is empty');
     const limit = lm.scheduler.nCtxSeq;
     if (tokens.length + 1 > limit) {
@@ -94,7 +104,7 @@ export class EngineService implements OnApplicationShutdown {
       if (req.session) {
         const turnStart = answerTurnStart(lm, rendered, tokens);
         session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`, { turnStart });
-      } else if (req.keepContext) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
+      } else if (req.keepContext && !media) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
     } catch (err) {
       lm.scheduler.giveBackSampler(sampler);
       throw err;
@@ -113,8 +123,9 @@ export class EngineService implements OnApplicationShutdown {
         thoughtTags: rendered.thoughtTags,
         callStops: rendered.chat?.additionalStops,
         logprobs: req.logprobs,
-        retainPrefix: req.retainPrefix,
-        reusePrefix: req.reusePrefix,
+        retainPrefix: req.retainPrefix && !media,
+        reusePrefix: req.reusePrefix !== false && !media,
+        media,
         // Callers and markings do not share retained prompts: cached_tokens would tell one what another sent.
         cachePartition: req.owner ?? '',
         parser: rendered.parser,
@@ -131,7 +142,7 @@ export class EngineService implements OnApplicationShutdown {
       if (kept) await lm.contexts.delete(kept);
       throw err;
     }
-    return { model: lm, modelName, promptTokens: tokens.length, tokensWith: async (answer) => [...(await lm.native.tokenize(asText(lm, tokens) + answer, true, true))], events, cachedPromptTokens: () => cached, context: kept ? { weights: lm.entry.path, id: kept.id } : undefined };
+    return { model: lm, modelName, promptTokens: tokens.length, tokensWith: async (answer) => [...(await lm.native.tokenize(asText(lm, textTokens(tokens)) + answer, true, true))], events, cachedPromptTokens: () => cached, context: kept ? { weights: lm.entry.path, id: kept.id } : undefined };
   }
 
   /** Frees a context kept for a request (keepContext), also of a model not loaded now. */
@@ -154,7 +165,13 @@ export class EngineService implements OnApplicationShutdown {
   /** Tokens of a prompt as the model would read it (template included). */
   async countTokens(model: string, prompt: PromptInput): Promise<{ model: LoadedModel; tokens: number }> {
     const { lm, entry } = await this.models.acquireNamed(model);
-    const rendered = renderPrompt(lm.native, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' });
+    const rendered = renderPrompt(lm.native, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' }, lm.vision);
+    if (rendered.media?.length && lm.projector) {
+      // Images count the positions they take, as in a generation's usage.
+      const { tokens, media } = await readVisionPrompt(lm.projector, rendered.text, rendered.media);
+      media.prompt.dispose();
+      return { model: lm, tokens: tokens.length };
+    }
     const tokens = await lm.native.tokenize(rendered.text, true, true);
     return { model: lm, tokens: tokens.length };
   }
@@ -249,6 +266,17 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
   return o;
 }
 
+/**
+ * The prompt's tokens: text alone, or around its images when the model has a projector (their
+ * positions hold placeholders; see vision-prompt). Images have no place on a named context: a
+ * context is matched by its tokens, which cannot tell two pictures apart.
+ */
+async function readPrompt(lm: LoadedModel, rendered: RenderedPrompt, req: GenerationRequest): Promise<{ tokens: Int32Array; media?: PromptMedia }> {
+  if (!rendered.media?.length || !lm.projector) return { tokens: await promptTokens(lm, rendered.text, req.priorTokens) };
+  if (req.session) throw new InvalidRequestError('svc_session contexts hold text only: send images without svc_session');
+  return readVisionPrompt(lm.projector, priorText(lm, req.priorTokens) + rendered.text, rendered.media, req.signal);
+}
+
 /** Short prompts are tokenized on the spot (microseconds); long ones on the engine's thread, off the event loop. */
 const SYNC_TOKENIZE_CHARS = 8192;
 function tokenizePrompt(lm: LoadedModel, text: string): Promise<Int32Array> | Int32Array {
@@ -261,10 +289,16 @@ function tokenizePrompt(lm: LoadedModel, text: string): Promise<Int32Array> | In
  */
 async function promptTokens(lm: LoadedModel, text: string, prior: number[] | undefined): Promise<Int32Array> {
   if (!prior?.length) return tokenizePrompt(lm, text);
+  return tokenizePrompt(lm, priorText(lm, prior) + text);
+}
+
+/** Earlier tokens (the local runner's `context`) as text to read before the prompt; '' for none. */
+function priorText(lm: LoadedModel, prior: number[] | undefined): string {
+  if (!prior?.length) return '';
   const nVocab = lm.native.info.nVocab;
   const bad = prior.find((t) => !Number.isInteger(t) || t < 0 || t >= nVocab);
   if (bad !== undefined) throw new InvalidRequestError(`context holds ${bad}, which is no token of ${lm.name} (0 to ${nVocab - 1})`);
-  return tokenizePrompt(lm, asText(lm, Int32Array.from(prior)) + text);
+  return asText(lm, Int32Array.from(prior));
 }
 
 /**

@@ -4,6 +4,7 @@ import { FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { InferenceBackend } from '../../engine/src/backend/inference-backend';
 import { ModelManager } from '../../engine/src/models/model-manager';
+import { LoadedModel } from '../../engine/src/models/loaded-model';
 import { VERSION } from '../../../apps/server/src/config/server-config';
 import { BootState } from './boot-state';
 import { Transcriber } from '../../speech/src/transcriber';
@@ -42,7 +43,8 @@ export class HealthController {
       instance: INSTANCE,
       version: VERSION,
       backend: this.backend.name,
-      vision: false,
+      // A chat request may carry an image: the default model has a vision projector loaded.
+      vision: lm instanceof LoadedModel && lm.projector !== undefined,
     };
     // The speech model (-whisper), by its file name: it is loaded before the server listens.
     if (this.transcriber?.enabled) body.transcription = this.transcriber.modelName;

@@ -21,11 +21,17 @@ export interface CatalogEntry {
   manifest?: Manifest;
   /** Store models: the digest of the weights layer. */
   digest?: string;
+  /** A vision projector (mmproj GGUF) loaded beside the weights: -mmproj for -m, or the manifest's projector layer. */
+  projector?: string;
+  /** The projector came from -mmproj: one that fails to load stops the server (a store's is skipped with a warning). */
+  projectorFlag?: boolean;
 }
 
 export interface CatalogOptions {
   /** -m: a file path or a store name. */
   defaultModel?: string;
+  /** -mmproj: the vision projector for -m's model. */
+  defaultProjector?: string;
   /** -embed: the encoder, a file path or a store name. */
   encoderModel?: string;
   /** -rerank: the cross-encoder, a file path or a store name. */
@@ -82,7 +88,7 @@ export class ModelCatalog {
   list(): CatalogEntry[] {
     const entries: CatalogEntry[] = [];
     const add = (e: CatalogEntry | undefined) => {
-      if (e && !entries.some((x) => sameModel(x.name, e.name))) entries.push(e);
+      if (e && !entries.some((x) => sameModel(x.name, e.name))) entries.push(this.withFlagProjector(e));
     };
     // A file removed behind the server's back is not listed (its stat threw, and every listing failed).
     if (this.defaultFile) add(this.presentEntry(this.defaultFile, 'file'));
@@ -97,6 +103,14 @@ export class ModelCatalog {
       for (const sm of theirs) for (const e of this.manifestEntries(sm, this.ollama, theirs)) add(e);
     }
     return entries;
+  }
+
+  /** -mmproj goes with -m's model (a file or a store name), over a manifest's own projector. */
+  private withFlagProjector(e: CatalogEntry): CatalogEntry {
+    const p = this.opts.defaultProjector;
+    if (!p || !this.opts.defaultModel) return e;
+    const isDefault = this.defaultFile ? e.path === this.defaultFile && e.source === 'file' : sameModel(e.name, this.opts.defaultModel);
+    return isDefault ? { ...e, projector: resolve(p), projectorFlag: true } : e;
   }
 
   /** A store model's params, system and license layers ({} for a file or a manifest without them). */
@@ -164,7 +178,7 @@ export class ModelCatalog {
       if (st) {
         this.defaultCheckedAt = now;
         if (last && last.sizeBytes === st.size && last.modifiedAt.getTime() === st.mtime.getTime()) return last;
-        return (this.defaultEntry = this.fileEntry(this.defaultFile, 'file'));
+        return (this.defaultEntry = this.withFlagProjector(this.fileEntry(this.defaultFile, 'file')));
       }
     }
     const all = this.list();
@@ -207,6 +221,8 @@ export class ModelCatalog {
     const layer = weights ?? projector;
     const e = layer && this.layerEntry(sm.name, st, layer, sm, source);
     if (e && !weights) e.capabilities = [];
+    // Weights with a projector layer beside them (a vision model as the local runner stores it).
+    if (e && weights && projector && existsSync(st.blobPath(projector.digest))) e.projector = st.blobPath(projector.digest);
     return e ? [e] : [];
   }
 

@@ -21,10 +21,24 @@ export function aliceAndBobCallers(): string {
   return file;
 }
 
+/**
+ * A free loopback port: any (port 0), or the first free one of SVC_TEST_PORTS ("18200-18219")
+ * where test runs share a machine and each keeps to its own range.
+ */
 export async function freePort(): Promise<number> {
+  const range = /^(\d+)-(\d+)$/.exec(process.env.SVC_TEST_PORTS ?? '');
+  if (!range) return tryPort(0);
+  for (let p = Number(range[1]); p <= Number(range[2]); p++) {
+    const got = await tryPort(p).catch(() => undefined);
+    if (got !== undefined) return got;
+  }
+  throw new Error(`no free port in SVC_TEST_PORTS ${process.env.SVC_TEST_PORTS}`);
+}
+
+function tryPort(want: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(want, '127.0.0.1', () => {
       const port = (srv.address() as { port: number }).port;
       srv.close(() => resolve(port));
     });

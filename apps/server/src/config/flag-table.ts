@@ -18,6 +18,7 @@ export interface FlagDef {
 
 export const FLAGS: FlagDef[] = [
   { name: 'm', kind: 'string', help: 'default model: a GGUF path or a store name', env: 'SVC_MODEL' },
+  { name: 'mmproj', kind: 'string', help: "vision projector (mmproj GGUF) for -m's model: chat requests may then carry images", env: 'SVC_MMPROJ' },
   { name: 'addr', kind: 'string', help: 'listen address host:port (default 127.0.0.1:11435)', env: 'SVC_ADDR' },
   { name: 'store', kind: 'string', help: "svc's own model store (default ~/.svc/models)", env: 'SVC_STORE' },
   { name: 'concurrency', kind: 'int', help: 'sequences generating at once (default 4)', aliases: ['conc'], env: 'SVC_CONCURRENCY' },

@@ -17,6 +17,8 @@ export interface ServerConfig {
   host: string;
   port: number;
   defaultModel?: string;
+  /** -mmproj: the vision projector loaded beside -m's model. */
+  projector?: string;
   storeDir: string;
   backend: 'auto' | 'cpu' | 'cuda' | 'metal';
   logLevel: 'error' | 'warn' | 'log' | 'debug';
@@ -93,6 +95,7 @@ export function buildConfig(f: FlagValues): ServerConfig {
     host,
     port,
     defaultModel: f.m as string | undefined,
+    projector: f.mmproj as string | undefined,
     storeDir: resolve(String(f.store ?? join(homedir(), '.svc', 'models'))),
     backend,
     logLevel,
@@ -158,6 +161,32 @@ export function checkModelFlags(config: ServerConfig): void {
       const caps = capabilitiesOf(readGgufMetadata(m));
       if (caps.length > 0 && !caps.includes('embeddings')) throw new FlagError(`flag -${flag}: ${m} is a model that generates text, not an encoder (serve it with -m)`);
     }
+  }
+}
+
+/**
+ * -mmproj: a projector file for -m's model, said wrong at once (exit 2): no -m, no such file, not
+ * a projector (a GGUF whose architecture is clip), or (with -m a file) a projection width that is
+ * not the model's embedding width. The load checks it again (libmtmd), also for a store model.
+ */
+export function checkProjectorFlag(config: ServerConfig): void {
+  const p = config.projector;
+  if (p === undefined) return;
+  if (!config.defaultModel) throw new FlagError('flag -mmproj needs -m: the projector goes with the default model');
+  if (!existsSync(p)) throw new FlagError(`flag -mmproj: no projector file at ${p}`);
+  const problem = notAModelFile(p);
+  if (problem) throw new FlagError(`flag -mmproj: ${p} ${problem}`);
+  const kv = readGgufMetadata(p)?.kv ?? {};
+  if (kv['general.architecture'] !== 'clip' || kv['clip.has_vision_encoder'] === false) {
+    throw new FlagError(`flag -mmproj: ${p} is not a vision projector (its architecture is ${String(kv['general.architecture'] ?? 'unknown')}, not clip)`);
+  }
+  const m = config.defaultModel;
+  if (!((m.includes('/') || m.endsWith('.gguf')) && existsSync(m))) return;
+  const mkv = readGgufMetadata(m)?.kv ?? {};
+  const width = mkv[`${String(mkv['general.architecture'])}.embedding_length`];
+  const out = kv['clip.vision.projection_dim'];
+  if (typeof width === 'number' && typeof out === 'number' && width !== out) {
+    throw new FlagError(`flag -mmproj: ${p} writes ${out}-wide embeddings, and ${m} reads ${width}: the projector belongs to another model`);
   }
 }
 

@@ -274,6 +274,13 @@ export interface NativeContext {
   stateSeqSet(seq: number, data: Buffer): Promise<number>;
   /** Drop every sequence's KV. */
   clear(): void;
+  /**
+   * Encodes one image chunk of a media prompt (the projector's clip model) and decodes its
+   * embeddings into `seq` from position nPast, on the engine thread like step(): never while a
+   * step or KV operation is in flight. Status 0: done, nPast is the position after the image;
+   * 1: no KV cells for it; other: failed (error says why).
+   */
+  evalMedia(prompt: NativeMediaPrompt, chunkIndex: number, seq: number, nPast: number): Promise<{ status: number; nPast: number; error?: string }>;
   dispose(): void;
 }
 
@@ -290,8 +297,52 @@ export interface NativeModel {
   createContext(opts: NativeContextOptions): Promise<NativeContext>;
   /** A context in embeddings mode (an encoder's only use of its weights). */
   createEmbedder(opts: NativeEmbedderOptions): Promise<NativeEmbedder>;
+  /**
+   * Loads a vision projector (mmproj GGUF) for this model (libmtmd). Rejects when the file is no
+   * projector or its output width is not this model's n_embd.
+   */
+  loadProjector(path: string, opts?: NativeProjectorOptions): Promise<NativeProjector>;
   /** Each (query, document) pair's tokens as llama-server feeds a cross-encoder (its "rerank" template, else BOS query EOS SEP document EOS). */
   rerankInputs(query: string, documents: string[]): Promise<Int32Array[]>;
+  dispose(): void;
+}
+
+export interface NativeProjectorOptions {
+  /** CPU threads of the image encoder. */
+  nThreads?: number;
+  /** Encode on the GPU when the backend has one (default true). */
+  useGpu?: boolean;
+}
+
+/** A loaded vision projector (native/src/vision.cpp). */
+export interface NativeProjector {
+  /** Where an image sits in a prompt's text (libmtmd's default marker, "<__media__>"). */
+  readonly marker: string;
+  /** The model places images on 2-D positions (M-RoPE, Qwen-VL): an image takes fewer positions than tokens. */
+  readonly usesMrope: boolean;
+  /**
+   * Splits a prompt holding one marker per image into text and image chunks; the images are
+   * encoded files (PNG, JPEG, GIF, BMP...). Rejects on an image stb_image cannot decode.
+   */
+  tokenize(text: string, images: Buffer[], addSpecial: boolean, parseSpecial: boolean): Promise<NativeMediaPrompt>;
+  dispose(): void;
+}
+
+export interface NativeMediaChunk {
+  type: 'text' | 'image' | 'audio';
+  /** Embeddings (positions of the prompt's token list) the chunk takes. */
+  nTokens: number;
+  /** KV positions it advances (nTokens but under M-RoPE). */
+  nPos: number;
+  /** Text chunks: their tokens. */
+  tokens?: Int32Array;
+  /** Media chunks: the image's hash (libmtmd's bitmap id). */
+  id?: string;
+}
+
+/** A tokenized prompt with images (NativeProjector.tokenize); holds the preprocessed images until disposed. */
+export interface NativeMediaPrompt {
+  readonly chunks: NativeMediaChunk[];
   dispose(): void;
 }
 

@@ -1,5 +1,6 @@
 import { CatalogEntry } from '../../../store/src/catalog';
-import { NativeContext, NativeModel } from '../backend/native-addon';
+import { NativeContext, NativeModel, NativeProjector } from '../backend/native-addon';
+import type { MediaRendering } from '../prompt/prompt-renderer';
 import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
 
@@ -12,6 +13,8 @@ export class LoadedModel {
   keepAliveMs = Infinity;
   /** Estimated memory (weights + KV cache) counted against -memory-budget. */
   estimatedBytes = 0;
+  /** The vision projector loaded beside the weights (-mmproj, a store model's projector layer). */
+  projector?: NativeProjector;
 
   constructor(
     readonly entry: CatalogEntry,
@@ -27,6 +30,11 @@ export class LoadedModel {
 
   get name(): string {
     return this.entry.name;
+  }
+
+  /** How prompts' images are read: through the projector's markers, or refused (none loaded). */
+  get vision(): MediaRendering {
+    return this.projector ? { marker: this.projector.marker } : {};
   }
 
   get hasChatTemplate(): boolean {

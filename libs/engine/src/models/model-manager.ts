@@ -211,6 +211,7 @@ export class ModelManager {
     for (const m of models) {
       m.contexts.dispose();
       m.ctx.dispose();
+      m.projector?.dispose();
       m.native.dispose();
     }
     rmSync(spillRoot(), { recursive: true, force: true });
@@ -262,6 +263,7 @@ export class ModelManager {
       lm.contexts.dispose();
     }
     lm.ctx.dispose();
+    lm.projector?.dispose();
     lm.native.dispose();
     this.log.log(`unloaded ${lm.name}`);
   }

@@ -9,6 +9,8 @@ import { wellFormed } from './well-formed';
 import { jsonToolCallParser, toolCallSchema, withToolSystemMessage } from './tool-fallback';
 import { callMarker, firstCallOnly, OutputParser, thoughtsThen, thoughtTags, withoutCalls, withoutPrefill } from './output-parsers';
 import { ThoughtTags } from '../text/call-watch';
+import { CoreMediaPart } from '../media/media-bytes';
+import { withMediaMarkers } from './media-markers';
 
 export interface RenderedPrompt {
   text: string;
@@ -28,16 +30,34 @@ export interface RenderedPrompt {
   callMarker?: RegExp;
   /** A reasoning template's think block, where a call marker opens nothing. */
   thoughtTags?: ThoughtTags;
+  /** The images the text's media markers stand for, in the order of the markers. */
+  media?: CoreMediaPart[];
+}
+
+/** How a prompt's media parts are read: the loaded projector's marker, or none (a model without one). */
+export interface MediaRendering {
+  /** Where each image sits in the text given to the template (libmtmd's marker). */
+  marker?: string;
+  /** Why media cannot be read here, when a projector is loaded but this use takes text only. */
+  refusal?: string;
 }
 
 /** Turns a core prompt into model text through the model's own chat template. */
-export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint: OutputConstraint): RenderedPrompt {
+export function renderPrompt(model: NativeModel, prompt: PromptInput, constraint: OutputConstraint, vision: MediaRendering = {}): RenderedPrompt {
+  if (prompt.kind !== 'chat' || !vision.marker) return renderText(model, prompt, constraint, vision);
+  // Images become markers in their messages' text (llama-server's way), read back by the projector.
+  const { messages, media } = withMediaMarkers(prompt.messages, vision.marker);
+  if (media.length === 0) return renderText(model, prompt, constraint, vision);
+  return { ...renderText(model, { ...prompt, messages }, constraint, vision), media };
+}
+
+function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputConstraint, vision: MediaRendering): RenderedPrompt {
   if (prompt.kind === 'text') return { text: prompt.text };
   if (prompt.kind === 'infill') return { text: infillText(model, prompt.prefix, prompt.suffix) };
   const media = prompt.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'media') : []));
   if (media.length > 0) {
     // Vision needs a projector (mmproj) loaded beside the model; none is here.
-    throw new InvalidRequestError(`this model has no vision projector; it cannot read ${media[0].kind} parts`);
+    throw new InvalidRequestError(vision.refusal ?? `this model has no vision projector; it cannot read ${media[0].kind} parts`);
   }
   if (prompt.plainWithoutTemplate && !model.info.chatTemplate) {
     // A base model: its prompt is continued, as a raw one (the system text has no place in it).

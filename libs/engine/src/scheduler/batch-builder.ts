@@ -58,7 +58,8 @@ export class BatchBuilder {
     for (const s of active) {
       if (!s.prefilling || n >= cap) continue;
       const prompt = s.spec.promptTokens;
-      const take = Math.min(cap - n, prompt.length - s.nPast);
+      // Up to the next image (the scheduler writes it between steps) or the prompt's end.
+      const take = Math.min(cap - n, s.textEnd - s.nPast);
       for (let i = 0; i < take; i++) {
         tokens[n] = prompt[s.nPast + i];
         pos[n] = s.nPast + i;

@@ -12,6 +12,8 @@ import { Sequence, SequenceSpec } from './sequence';
 import { SchedulerStats } from './scheduler-stats';
 import { TokenIntake } from './token-intake';
 import { SchedulerOptions } from './scheduler-options';
+import { writePendingMedia } from './media-step';
+import { textTokens } from '../media/vision-prompt';
 
 /** Prompt tokens waiting to be decoded above which retained cells leave the KV cache before the step. */
 const EARLY_DEMOTE_PROMPT_TOKENS = 64;
@@ -171,6 +173,7 @@ export class Scheduler {
         await this.kv.run(async () => {
           this.reap();
           await this.admit();
+          if (this.active.some((s) => s.pendingMedia)) await this.writeMedia();
           if (this.active.length > 0) {
             // Retained cells widen a step's attention: before a long prefill they go
             // first; otherwise after the step, so a short prompt's first token does not wait.
@@ -186,7 +189,10 @@ export class Scheduler {
       for (const s of [...this.active, ...this.queue]) s.fail(err);
       const [failed, waiting] = [this.active.splice(0), this.queue.splice(0)];
       for (const s of failed) this.release(s, false);
-      for (const q of waiting) this.samplers.give(q.spec.sampler);
+      for (const q of waiting) {
+        this.samplers.give(q.spec.sampler);
+        q.dropMedia();
+      }
     } finally {
       this.running = false;
       if (this.queue.length > 0 || this.active.length > 0) this.kick();
@@ -230,6 +236,7 @@ export class Scheduler {
         const q = this.queue[i];
         q.channel.close();
         this.samplers.give(q.spec.sampler);
+        q.dropMedia();
         // A context bound to it was never touched: let it go as it was.
         q.spec.session?.onRelease(q.spec.session.held, false);
         this.queue.splice(i, 1);
@@ -252,8 +259,11 @@ export class Scheduler {
       s.seq = seq;
       s.prefillStart = performance.now();
       if (s.spec.session) this.resumeSession(s);
-      else if (s.spec.reusePrefix !== false) await this.reuseCachedPrefix(s);
-      s.spec.sampler.acceptPrompt(s.spec.promptTokens);
+      // A prompt with images neither reuses nor is retained (release): its image positions hold
+      // one placeholder id, so token matching would take one picture's cells for another's.
+      else if (s.spec.reusePrefix !== false && !s.spec.media) await this.reuseCachedPrefix(s);
+      // Image positions are no tokens: the penalties see the prompt's text.
+      s.spec.sampler.acceptPrompt(s.spec.media ? textTokens(s.spec.promptTokens) : s.spec.promptTokens);
       this.active.push(s);
       s.spec.onAdmitted?.(s.cachedTokens);
     }
@@ -267,6 +277,15 @@ export class Scheduler {
     s.cachedTokens = n;
     if (shared) s.sharedPrefix = { entry: shared, length: n };
     this.stats.cachedPromptTokens += n;
+  }
+
+  /** Images the running prompts reached, written between steps; a request whose image fails ends alone. */
+  private async writeMedia(): Promise<void> {
+    await writePendingMedia(this.ctx, this.active, () => this.pressure.relieve(), (s, err) => {
+      this.active.splice(this.active.indexOf(s), 1);
+      s.fail(err);
+      this.release(s, false);
+    });
   }
 
   /** Nothing to do on the decode path unless a retained prompt is resident in a KV cache in host memory. */
@@ -301,6 +320,7 @@ export class Scheduler {
     if (s.released) return;
     s.released = true;
     this.samplers.give(s.spec.sampler);
+    s.dropMedia();
     if (s.seq < 0) return;
     // A chained step may have decoded past the end JS chose (a stop string, a
     // cancel): the KV must hold exactly the kept tokens.
@@ -313,7 +333,7 @@ export class Scheduler {
       const keep = s.cancelled ? s.nPast : Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1));
       if (s.cancelled) this.ctx.seqRemove(s.seq, keep, -1);
       s.spec.session.onRelease(all.subarray(0, keep), retain);
-    } else if (retain && s.spec.retainPrefix) {
+    } else if (retain && s.spec.retainPrefix && !s.spec.media) {
       for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length, s.spec.cachePartition)) this.freeSeq(freed);
     } else {
       this.freeSeq(s.seq);

@@ -7,6 +7,7 @@ import { CallWatch, ThoughtTags } from '../text/call-watch';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
 import type { PrefixEntry } from './prefix-cache';
+import type { MediaSpan, PromptMedia } from '../media/vision-prompt';
 
 /**
  * A request bound to a KV context (named session, context prefill): it runs on
@@ -45,6 +46,11 @@ export interface SequenceSpec {
   /** A reasoning template's think block: a call marker inside it opens no call. */
   thoughtTags?: ThoughtTags;
   ignoreEos?: boolean;
+  /**
+   * The prompt's images: their positions in promptTokens hold IMAGE_POSITION and are written by
+   * Context.evalMedia, not decoded. Such a prompt is never retained, reused or bound to a context.
+   */
+  media?: PromptMedia;
   session?: SessionBinding;
   signal?: AbortSignal;
   /** Called once the request joins the running batch, with its prompt tokens read from a cache. */
@@ -127,6 +133,22 @@ export class Sequence {
 
   get prefilling(): boolean {
     return this.nPast < this.spec.promptTokens.length;
+  }
+
+  /** The image that starts where the prompt stands: it is written (evalMedia) before any more prompt is batched. */
+  get pendingMedia(): MediaSpan | undefined {
+    return this.spec.media?.spans.find((m) => m.start === this.nPast);
+  }
+
+  /** Where the prompt can be batched up to: the next image, else the prompt's end. */
+  get textEnd(): number {
+    const next = this.spec.media?.spans.find((m) => m.start >= this.nPast);
+    return next ? next.start : this.spec.promptTokens.length;
+  }
+
+  /** Frees the prompt's preprocessed images (once it is released, or never ran). */
+  dropMedia(): void {
+    this.spec.media?.prompt.dispose();
   }
 
   /** Positions this sequence holds once its pending token is decoded. */

@@ -37,7 +37,8 @@ export function traitsOf(e: CatalogEntry, context: number): ModelTraits {
     name: e.name,
     params: e.meta?.paramCount || paramsFromSize(e.sizeBytes, kv['general.file_type']),
     context,
-    vision: e.manifest?.layers.some((l) => l.mediaType === MEDIA_PROJECTOR) ?? false,
+    // -mmproj for -m, or a projector layer in its manifest.
+    vision: e.projector !== undefined || (e.manifest?.layers.some((l) => l.mediaType === MEDIA_PROJECTOR) ?? false),
     tools: templateRendersTools(template),
     thinks: templateThinks(template),
     vocab,

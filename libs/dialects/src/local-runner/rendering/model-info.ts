@@ -157,7 +157,8 @@ function capabilities(e: CatalogEntry, template: string, infill: boolean, thinks
   // template's text before that (a think tag, a thought channel, a reasoning switch).
   if (thinks ?? templateThinks(template)) caps.push('thinking');
   if (e.capabilities.includes('embeddings')) caps.push('embedding');
-  // vision needs a projector beside the model; the engine loads none yet.
+  // A projector beside the weights (-mmproj, or the manifest's projector layer): images are read.
+  if (e.projector && caps.includes('completion')) caps.push('vision');
   return caps;
 }
 

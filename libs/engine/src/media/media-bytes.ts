@@ -1,0 +1,86 @@
+import { InvalidRequestError } from '../core/errors';
+import { CoreContentPart } from '../core/generation-request';
+
+export type CoreMediaPart = Extract<CoreContentPart, { type: 'media' }>;
+
+/** An image larger than this (bytes, decoded) is refused: llama-server's URL fetch has no cap; a body has 32 MiB. */
+export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+/** An image URL that has not answered whole by then is refused. */
+export const IMAGE_FETCH_TIMEOUT_MS = 10_000;
+
+export interface MediaFetchOptions {
+  maxBytes?: number;
+  timeoutMs?: number;
+  /** The request's own signal: a client gone ends the fetch. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The bytes of one image part, from whichever form a dialect gave: base64 data, a data: URL,
+ * or an http(s) URL fetched with a time limit and a size cap. Bad input is a 400 naming the image.
+ */
+export async function imageBytes(part: CoreMediaPart, n: number, opts: MediaFetchOptions = {}): Promise<Buffer> {
+  const maxBytes = opts.maxBytes ?? MAX_IMAGE_BYTES;
+  const what = `image ${n}`;
+  const url = part.url;
+  if (url !== undefined && /^https?:\/\//i.test(url)) return fetchImage(url, what, maxBytes, opts);
+  let data = part.data;
+  if (data === undefined && url !== undefined) {
+    const m = /^data:([^;,]*)(;base64)?,(.*)$/s.exec(url);
+    if (!m || !m[2]) throw new InvalidRequestError(`${what}: the URL must be http(s) or a base64 data: URL`);
+    data = m[3];
+  }
+  if (data === undefined) throw new InvalidRequestError(`${what}: no image data or URL`);
+  // A data URL pasted whole into a base64 field (the local runner's images) is taken too.
+  const inline = /^data:[^;,]*;base64,(.*)$/s.exec(data);
+  if (inline) data = inline[1];
+  const compact = data.replace(/\s+/g, '');
+  if (compact.length === 0 || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw new InvalidRequestError(`${what}: the data is not base64`);
+  if ((compact.length * 3) / 4 > maxBytes + 3) throw new InvalidRequestError(`${what} is larger than ${maxBytes} bytes`);
+  return Buffer.from(compact, 'base64');
+}
+
+async function fetchImage(url: string, what: string, maxBytes: number, opts: MediaFetchOptions): Promise<Buffer> {
+  const timeoutMs = opts.timeoutMs ?? IMAGE_FETCH_TIMEOUT_MS;
+  const signals = [AbortSignal.timeout(timeoutMs), ...(opts.signal ? [opts.signal] : [])];
+  const signal = AbortSignal.any(signals);
+  let res: Response;
+  try {
+    res = await fetch(url, { signal, redirect: 'follow' });
+  } catch (err) {
+    throw new InvalidRequestError(`${what}: cannot fetch ${url} (${fetchProblem(err, timeoutMs)})`);
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new InvalidRequestError(`${what}: ${url} answered ${res.status}`);
+  }
+  const declared = Number(res.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new InvalidRequestError(`${what}: ${url} is ${declared} bytes; images are taken up to ${maxBytes}`);
+  }
+  // Read with the cap: a server that sends no length (or lies about it) is cut off at the cap.
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of res.body ?? []) {
+      total += chunk.byteLength;
+      if (total > maxBytes) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new InvalidRequestError(`${what}: ${url} is larger than ${maxBytes} bytes`);
+      }
+      chunks.push(Buffer.from(chunk));
+    }
+  } catch (err) {
+    if (err instanceof InvalidRequestError) throw err;
+    throw new InvalidRequestError(`${what}: reading ${url} failed (${fetchProblem(err, timeoutMs)})`);
+  }
+  return Buffer.concat(chunks);
+}
+
+function fetchProblem(err: unknown, timeoutMs: number): string {
+  const e = err as Error & { cause?: Error };
+  if (e.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`;
+  if (e.name === 'AbortError') return 'the request was cancelled';
+  return e.cause?.message ?? e.message;
+}

@@ -1,0 +1,65 @@
+import { InvalidRequestError } from '../core/errors';
+import { NativeMediaPrompt, NativeProjector } from '../backend/native-addon';
+import { CoreMediaPart, imageBytes } from './media-bytes';
+
+/**
+ * The token id written at an image's positions in a prompt's token list (llama-server's
+ * LLAMA_TOKEN_NULL): no token decodes there; Context.evalMedia writes the image's embeddings.
+ */
+export const IMAGE_POSITION = -1;
+
+/** One image of a prompt: positions [start, start + length) of the token list, chunk `chunk` of the media prompt. */
+export interface MediaSpan {
+  start: number;
+  length: number;
+  chunk: number;
+}
+
+/** A prompt with images, as the scheduler runs it. */
+export interface PromptMedia {
+  prompt: NativeMediaPrompt;
+  /** In position order. */
+  spans: MediaSpan[];
+}
+
+/**
+ * Tokenizes a rendered prompt holding one marker per image (libmtmd splits it into text and
+ * image chunks). The token list has IMAGE_POSITION where the images go, so its length counts
+ * every position the prompt takes (usage.prompt_tokens counts images too, as llama-server does).
+ */
+export async function visionPrompt(projector: NativeProjector, text: string, images: Buffer[]): Promise<{ tokens: Int32Array; media: PromptMedia }> {
+  let prompt: NativeMediaPrompt;
+  try {
+    prompt = await projector.tokenize(text, images, true, true);
+  } catch (err) {
+    throw new InvalidRequestError((err as Error).message);
+  }
+  const chunks = prompt.chunks;
+  const total = chunks.reduce((n, c) => n + c.nTokens, 0);
+  const tokens = new Int32Array(total).fill(IMAGE_POSITION);
+  const spans: MediaSpan[] = [];
+  let at = 0;
+  chunks.forEach((c, i) => {
+    if (c.type === 'text') tokens.set(c.tokens!, at);
+    else spans.push({ start: at, length: c.nTokens, chunk: i });
+    at += c.nTokens;
+  });
+  // The first answer token is sampled from the prompt's last text token: the templates always
+  // close the turn after the image, a prompt ending on one has nothing to sample from.
+  if (chunks.length === 0 || chunks[chunks.length - 1].type !== 'text') {
+    prompt.dispose();
+    throw new InvalidRequestError('the prompt ends with an image: send text after it');
+  }
+  return { tokens, media: { prompt, spans } };
+}
+
+/** The prompt's text tokens (image positions left out): the sampler's penalty history, the local runner's `context`. */
+export function textTokens(tokens: Int32Array): Int32Array {
+  return tokens.includes(IMAGE_POSITION) ? tokens.filter((t) => t !== IMAGE_POSITION) : tokens;
+}
+
+/** The images' bytes (fetched or decoded from base64), then the prompt tokenized around them. */
+export async function readVisionPrompt(projector: NativeProjector, text: string, parts: CoreMediaPart[], signal?: AbortSignal): Promise<{ tokens: Int32Array; media: PromptMedia }> {
+  const images = await Promise.all(parts.map((p, i) => imageBytes(p, i + 1, { signal })));
+  return visionPrompt(projector, text, images);
+}

@@ -1,0 +1,42 @@
+import { InvalidRequestError } from '../core/errors';
+import { CoreMessage } from '../core/generation-request';
+import { CoreMediaPart } from '../media/media-bytes';
+
+/** What a projector-equipped model still cannot read, and why (said as a 400). */
+const UNREAD: Record<Exclude<CoreMediaPart['kind'], 'image'>, string> = {
+  file: 'file (PDF) parts are not read yet: send the pages as images, or the text',
+  video: 'video parts are not read yet: send frames as images',
+  audio: 'audio parts are not read by this model: its projector reads images only',
+};
+
+/**
+ * Each image part becomes a text part holding the projector's marker, where the image sits (as
+ * llama-server replaces image_url parts); the images come back in marker order, which is the
+ * order the template writes the messages' text in. A caller's text holding the marker itself
+ * would shift every image after it, so it is refused.
+ */
+export function withMediaMarkers(messages: CoreMessage[], marker: string): { messages: CoreMessage[]; media: CoreMediaPart[] } {
+  const media: CoreMediaPart[] = [];
+  const out = messages.map((m, i) => {
+    if (typeof m.content === 'string' && m.content.includes(marker)) throw markerInText(marker, i);
+    if (!Array.isArray(m.content) || !m.content.some((p) => p.type === 'media')) {
+      if (Array.isArray(m.content) && m.content.some((p) => p.type === 'text' && p.text.includes(marker))) throw markerInText(marker, i);
+      return m;
+    }
+    const content = m.content.map((p) => {
+      if (p.type === 'text') {
+        if (p.text.includes(marker)) throw markerInText(marker, i);
+        return p;
+      }
+      if (p.kind !== 'image') throw new InvalidRequestError(UNREAD[p.kind]);
+      media.push(p);
+      return { type: 'text' as const, text: marker };
+    });
+    return { ...m, content };
+  });
+  return { messages: out, media };
+}
+
+function markerInText(marker: string, i: number): InvalidRequestError {
+  return new InvalidRequestError(`messages[${i}] holds the text ${marker}, which marks where an image goes on this model: leave it out`);
+}

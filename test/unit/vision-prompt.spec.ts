@@ -1,0 +1,102 @@
+import { NativeMediaChunk, NativeMediaPrompt, NativeProjector } from '../../libs/engine/src/backend/native-addon';
+import { InvalidRequestError } from '../../libs/engine/src/core/errors';
+import { CoreMessage } from '../../libs/engine/src/core/generation-request';
+import { imageBytes } from '../../libs/engine/src/media/media-bytes';
+import { IMAGE_POSITION, textTokens, visionPrompt } from '../../libs/engine/src/media/vision-prompt';
+import { withMediaMarkers } from '../../libs/engine/src/prompt/media-markers';
+import { Sequence } from '../../libs/engine/src/scheduler/sequence';
+import { BatchBuilder } from '../../libs/engine/src/scheduler/batch-builder';
+
+const M = '<__media__>';
+
+describe('withMediaMarkers', () => {
+  it('puts the marker where each image sits and returns the images in marker order', () => {
+    const a = { type: 'media' as const, kind: 'image' as const, data: 'AAAA' };
+    const b = { type: 'media' as const, kind: 'image' as const, url: 'http://x/b.png' };
+    const messages: CoreMessage[] = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: [{ type: 'text', text: 'first' }, a] },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: [b, { type: 'text', text: 'second' }] },
+    ];
+    const out = withMediaMarkers(messages, M);
+    expect(out.media).toEqual([a, b]);
+    expect(out.messages[1].content).toEqual([{ type: 'text', text: 'first' }, { type: 'text', text: M }]);
+    expect(out.messages[3].content).toEqual([{ type: 'text', text: M }, { type: 'text', text: 'second' }]);
+    expect(out.messages[0]).toBe(messages[0]);
+  });
+
+  it('refuses PDFs, video and the marker typed as text', () => {
+    const part = (kind: 'file' | 'video') => [{ role: 'user', content: [{ type: 'media' as const, kind }] }];
+    expect(() => withMediaMarkers(part('file'), M)).toThrow('file (PDF) parts are not read yet');
+    expect(() => withMediaMarkers(part('video'), M)).toThrow('video parts are not read yet');
+    expect(() => withMediaMarkers([{ role: 'user', content: `look ${M}` }], M)).toThrow(InvalidRequestError);
+  });
+});
+
+describe('imageBytes', () => {
+  it('reads base64, data URLs and a data URL in a base64 field', async () => {
+    const bytes = Buffer.from([1, 2, 3, 250]);
+    const b64 = bytes.toString('base64');
+    expect(await imageBytes({ type: 'media', kind: 'image', data: b64 }, 1)).toEqual(bytes);
+    expect(await imageBytes({ type: 'media', kind: 'image', url: `data:image/png;base64,${b64}` }, 1)).toEqual(bytes);
+    expect(await imageBytes({ type: 'media', kind: 'image', data: `data:image/png;base64,${b64}` }, 1)).toEqual(bytes);
+  });
+
+  it('refuses what is not base64, and more than the cap', async () => {
+    await expect(imageBytes({ type: 'media', kind: 'image', data: '***' }, 2)).rejects.toThrow('image 2: the data is not base64');
+    await expect(imageBytes({ type: 'media', kind: 'image', data: Buffer.alloc(100).toString('base64') }, 1, { maxBytes: 10 })).rejects.toThrow('larger than 10 bytes');
+    await expect(imageBytes({ type: 'media', kind: 'image', url: 'ftp://x/y.png' }, 1)).rejects.toThrow('http(s) or a base64 data: URL');
+  });
+});
+
+/** A projector that splits "<text>M<text>" into text / 3-position image / text chunks. */
+function fakeProjector(chunks: NativeMediaChunk[]): NativeProjector & { disposed: number } {
+  const p = {
+    marker: M,
+    usesMrope: false,
+    disposed: 0,
+    tokenize: async (): Promise<NativeMediaPrompt> => ({ chunks, dispose: () => void p.disposed++ }),
+    dispose: () => undefined,
+  };
+  return p;
+}
+
+describe('visionPrompt and the prefill it drives', () => {
+  const chunks: NativeMediaChunk[] = [
+    { type: 'text', nTokens: 2, nPos: 2, tokens: Int32Array.from([10, 11]) },
+    { type: 'image', nTokens: 3, nPos: 3, id: 'abc' },
+    { type: 'text', nTokens: 2, nPos: 2, tokens: Int32Array.from([12, 13]) },
+  ];
+
+  it('lays out image positions as placeholders and counts them', async () => {
+    const { tokens, media } = await visionPrompt(fakeProjector(chunks), 'x', [Buffer.alloc(1)]);
+    expect([...tokens]).toEqual([10, 11, IMAGE_POSITION, IMAGE_POSITION, IMAGE_POSITION, 12, 13]);
+    expect(media.spans).toEqual([{ start: 2, length: 3, chunk: 1 }]);
+    expect([...textTokens(tokens)]).toEqual([10, 11, 12, 13]);
+  });
+
+  it('a prompt ending on an image is refused (nothing to sample from)', async () => {
+    const p = fakeProjector(chunks.slice(0, 2));
+    await expect(visionPrompt(p, 'x', [Buffer.alloc(1)])).rejects.toThrow('the prompt ends with an image');
+    expect(p.disposed).toBe(1);
+  });
+
+  it('batches text up to the image, never the placeholders', async () => {
+    const { tokens, media } = await visionPrompt(fakeProjector(chunks), 'x', [Buffer.alloc(1)]);
+    const model = { isEog: () => false } as never;
+    const s = new Sequence({ modelName: 'm', promptTokens: tokens, media, sampler: {} as never, maxTokens: 4, stop: [], logprobs: 0, retainPrefix: true }, model);
+    s.seq = 0;
+    const builder = new BatchBuilder(64, 100);
+    const first = builder.build([s]);
+    expect([...first.batch.tokens]).toEqual([10, 11]);
+    expect(first.samples).toHaveLength(0);
+    expect(s.pendingMedia).toEqual({ start: 2, length: 3, chunk: 1 });
+    expect(builder.build([s]).batch.tokens.length).toBe(0);
+    s.nPast = 5; // the scheduler wrote the image (evalMedia)
+    const rest = builder.build([s]);
+    expect([...rest.batch.tokens]).toEqual([12, 13]);
+    expect([...rest.batch.pos]).toEqual([5, 6]);
+    expect(rest.samples).toHaveLength(1);
+  });
+});
