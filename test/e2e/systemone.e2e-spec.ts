@@ -264,3 +264,28 @@ describe('POST /v1/systemone limits', () => {
     expect(long.json.error).toMatch(/^question "short" is \d+ tokens; qwen2-tiny-\S+ holds 256 positions per request$/);
   });
 });
+
+describe('decisions and the queue bound', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', syntheticModel('qwen2-tiny'), '-threads', '1', '-concurrency', '2', '-queue', '6']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('a decision takes one place in the bound (-concurrency plus -queue requests), however many questions it runs', async () => {
+    const questions = Object.fromEntries(['a', 'b', 'c'].map((q) => [q, { type: 'noul', instructions: `Is ${q} true?` }]));
+    // Eight requests within a bound of eight: each counted once per sequence (a prefill, then forks), several were 429s.
+    const all = await Promise.all(Array.from({ length: 8 }, (_, i) => postJson(`${srv.url}/v1/systemone`, { state: { case: i, text: 'word '.repeat(40) }, questions })));
+    expect(all.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as { rejected: number; contexts: number };
+    expect(stats).toMatchObject({ rejected: 0, contexts: 0 });
+    // Past the bound, the spec's 429 with Retry-After: 1.
+    const over = await Promise.all(Array.from({ length: 16 }, (_, i) => fetch(`${srv.url}/v1/systemone`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state: { case: i, text: 'word '.repeat(40) }, questions }) })));
+    const refused = over.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(over.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(8);
+    for (const r of refused) expect(r.headers.get('retry-after')).toBe('1');
+  });
+});

@@ -107,7 +107,7 @@ export class ContextRegistry {
    * A new context, optionally prefilled with `tokens`. A client gone (`signal`) before the
    * prefill ends gets no context: it could never learn its id (ClientGoneError).
    */
-  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean; signal?: AbortSignal } = {}): Promise<KvContext> {
+  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean; signal?: AbortSignal; reserved?: boolean } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
     c.hidden = opts.hidden ?? false;
     // Listed in the same critical section: the resident count must see its sequence.
@@ -117,7 +117,7 @@ export class ContextRegistry {
     });
     if (tokens && tokens.length > 0) {
       try {
-        await this.prefill(c, tokens, opts.signal);
+        await this.prefill(c, tokens, opts.signal, opts.reserved);
         if (opts.signal?.aborted) throw new ClientGoneError();
       } catch (err) {
         await this.delete(c);
@@ -340,7 +340,7 @@ export class ContextRegistry {
     if (this.byId.get(c.id) !== c) throw new ContextNotFoundError(c.id);
   }
 
-  private async prefill(c: KvContext, tokens: Int32Array, signal?: AbortSignal): Promise<void> {
+  private async prefill(c: KvContext, tokens: Int32Array, signal?: AbortSignal, reserved?: boolean): Promise<void> {
     const binding = await this.bind(c, tokens, c.id);
     const sampler = this.ctx.createSampler({ temperature: 0 });
     let events: AsyncIterable<unknown>;
@@ -355,6 +355,7 @@ export class ContextRegistry {
         retainPrefix: false,
         session: binding,
         signal,
+        reserved,
       });
     } catch (err) {
       // Refused before it ran (a model being unloaded): the context is free again, so the

@@ -62,12 +62,22 @@ export class NextTokenScorer {
       if (req.signal?.aborted) throw new ClientGoneError();
       tokens.push(t);
     }
+    // One place in the queue bound for the whole decision, however many sequences it runs.
+    const giveBack = lm.scheduler.reserve();
+    try {
+      return await this.scoreAll(lm, name, tokens, scoreIds, letters, req);
+    } finally {
+      giveBack();
+    }
+  }
+
+  private async scoreAll(lm: LoadedModel, name: string, tokens: Int32Array[], scoreIds: Int32Array[], letters: Map<string, number[]>, req: ScoringRequest): Promise<ScoringResult> {
     const logprobs: Float32Array[] = new Array(req.prompts.length);
     let evaluated = 0;
     const shared = sharedPrefix(tokens);
     if (tokens.length > 1 && shared > 0) {
       // The state: read once into a hidden context, then one lazy fork per question.
-      const parent = await lm.contexts.create(req.owner, tokens[0].subarray(0, shared), '', { hidden: true, signal: req.signal });
+      const parent = await lm.contexts.create(req.owner, tokens[0].subarray(0, shared), '', { hidden: true, signal: req.signal, reserved: true });
       evaluated += shared;
       try {
         const { children } = await lm.contexts.fork(parent, tokens.length);
@@ -141,6 +151,7 @@ async function scoreOne(lm: LoadedModel, tokens: Int32Array, scoreTokens: Int32A
       cachePartition: req.owner,
       session,
       signal: req.signal,
+      reserved: true,
       scoreTokens,
       onScored: (lp) => (logprobs = lp),
       onAdmitted: (n) => (cached = n),

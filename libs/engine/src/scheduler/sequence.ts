@@ -32,6 +32,11 @@ export interface SequenceSpec {
   retainPrefix: boolean;
   /** Start from a retained prefix when one matches (unless false). */
   reusePrefix?: boolean;
+  /**
+   * One of several sequences of a request that holds its place in the queue bound
+   * (Scheduler.reserve: a decision's prefill and forks): not counted again.
+   */
+  reserved?: boolean;
   /** Retained prompts are shared within one partition only (the owner key; '' by default). */
   cachePartition?: string;
   /** Set when the output is parsed: for tool calls (parseCalls) and a reasoning model's thoughts. */
