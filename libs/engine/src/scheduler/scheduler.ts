@@ -1,5 +1,5 @@
 import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions, NativeStepOptions } from '../backend/native-addon';
-import { QueueFullError, ServerShuttingDownError } from '../core/errors';
+import { ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { KvPressure } from './kv-pressure';
@@ -13,6 +13,7 @@ import { SchedulerStats } from './scheduler-stats';
 import { TokenIntake } from './token-intake';
 import { SchedulerOptions } from './scheduler-options';
 import { writePendingMedia } from './media-step';
+import { QueueBound } from './queue-bound';
 import { textTokens } from '../media/vision-prompt';
 
 /** Prompt tokens waiting to be decoded above which retained cells leave the KV cache before the step. */
@@ -34,8 +35,7 @@ export class Scheduler {
   private readonly kv = new KvLock();
   private running = false;
   private exclusiveWaiting = 0;
-  /** Places held through reserve(). */
-  private tickets = 0;
+  private readonly bound: QueueBound;
   private closing = false;
   private readonly batches: BatchBuilder;
   private readonly intake: TokenIntake;
@@ -48,6 +48,7 @@ export class Scheduler {
     private readonly opts: SchedulerOptions,
   ) {
     this.batches = new BatchBuilder(opts.nBatch, opts.nCtxSeq);
+    this.bound = new QueueBound(opts.concurrency + opts.queueLimit, this.active, this.queue, this.stats);
     this.intake = new TokenIntake(this.stats, this.active, opts.nCtxSeq, ctx);
     this.samplers = new SamplerPool((o) => ctx.createSampler(o));
     this.freeSeqs = new SeqIds(ctx.nSeqMax);
@@ -94,7 +95,7 @@ export class Scheduler {
   /** Queues a request; throws QueueFullError past the queue bound. */
   submit(spec: SequenceSpec): AsyncIterable<GenerationEvent> {
     if (this.closing) throw new ServerShuttingDownError();
-    if (!spec.reserved) this.checkBound();
+    if (!spec.reserved) this.bound.check();
     const s = new Sequence(spec, this.model);
     s.onCancel = () => this.ctx.requestYield();
     this.queue.push(s);
@@ -105,32 +106,10 @@ export class Scheduler {
     return s.channel;
   }
 
-  /**
-   * Holds one place in the queue bound for a request that runs several sequences (a decision:
-   * its state's prefill, then a fork per question), whose sequences are submitted `reserved`.
-   * Counted per sequence, 60 decisions of 3 questions were refused 429 far below the bound the
-   * spec states in requests. Returns the function that gives the place back.
-   */
+  /** One place in the queue bound for a request that runs several sequences (see QueueBound). */
   reserve(): () => void {
     if (this.closing) throw new ServerShuttingDownError();
-    this.checkBound();
-    this.tickets++;
-    let held = true;
-    return () => {
-      if (held) this.tickets--;
-      held = false;
-    };
-  }
-
-  /** 429 past -concurrency plus the queue bound, in requests: a burst lands in the queue before the loop admits any of it. */
-  private checkBound(): void {
-    let n = this.tickets;
-    for (const s of this.active) if (!s.spec.reserved) n++;
-    for (const s of this.queue) if (!s.spec.reserved) n++;
-    if (n >= this.opts.concurrency + this.opts.queueLimit) {
-      this.stats.rejected++;
-      throw new QueueFullError();
-    }
+    return this.bound.reserve();
   }
 
   /**
