@@ -56,6 +56,14 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
     expect(r.usage).toEqual({ prompt_tokens: 16, total_tokens: 16 });
   });
 
+  it('/v1/models tells a cross-encoder from an encoder (both list as embeddings): svc_reranker', async () => {
+    const list = (await (await fetch(`${srv.url}/v1/models`)).json()) as { data: Array<{ id: string; capabilities: string[]; svc_reranker?: boolean }> };
+    const byId = new Map(list.data.map((m) => [m.id, m]));
+    expect(byId.get(basename(reranker, '.gguf'))).toMatchObject({ capabilities: ['embeddings'], svc_reranker: true });
+    expect(byId.get(name)).toMatchObject({ capabilities: ['embeddings'] });
+    expect(byId.get(name)?.svc_reranker).toBeUndefined();
+  });
+
   it('float and base64 carry the same numbers; a batch equals its inputs one at a time', async () => {
     const asFloat = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: CAT.text, encoding_format: 'float' });
     const asB64 = await postJson(`${srv.url}/v1/embeddings`, { model: name, input: CAT.text, encoding_format: 'base64' });

@@ -239,6 +239,11 @@ describe('studio with -studio-exec and an API key (from $SVC_API_KEY)', () => {
     b.el('tokens-input').value = 'Once upon a time';
     await b.el('tokens-run').click();
     expect(b.el('tokens-out').textContent).toMatch(/^\d+ input tokens on stories260K$/);
+    // A failed run clears the panel's last result (it stayed under the error).
+    b.el('chat-model').value = 'nosuch';
+    await b.el('tokens-run').click();
+    expect([b.el('tokens-error').textContent, b.el('tokens-out').textContent]).toEqual([expect.stringMatching(/^404: /), '']);
+    b.el('chat-model').value = '';
 
     b.el('redact-input').value = 'mail jo@example.org now';
     await b.el('redact-run').click();

@@ -203,11 +203,13 @@ function boot(S) {
   });
   $('key-forget').addEventListener('click', function () { $('key').value = ''; $('marking').value = ''; $('key-save').click(); });
 
-  function fill(select, models, wanted, fallback) {
+  function fill(select, models, wanted, fallback, ranks) {
     var keep = select.value;
     select.textContent = '';
     select.appendChild(el('option', '', fallback)).value = '';
+    // Encoders and cross-encoders both list as embeddings: svc_reranker tells them apart.
     models.filter(function (m) { return !m.capabilities || !m.capabilities.length || m.capabilities.some(function (c) { return wanted.indexOf(c) >= 0; }); })
+      .filter(function (m) { return ranks === undefined || !!m.svc_reranker === ranks; })
       .forEach(function (m) { select.appendChild(el('option', '', m.id)).value = m.id; });
     select.value = keep;
     if (select.value !== keep) select.value = '';
@@ -221,8 +223,8 @@ function boot(S) {
       var list = await api('/v1/models');
       var models = list.data || [];
       fill($('chat-model'), models, ['chat', 'completion'], '(default model)');
-      fill($('embed-model'), models, ['embeddings'], "(the server's -embed encoder)");
-      fill($('rerank-model'), models, ['embeddings'], "(the server's -rerank cross-encoder)");
+      fill($('embed-model'), models, ['embeddings'], "(the server's -embed encoder)", false);
+      fill($('rerank-model'), models, ['embeddings'], "(the server's -rerank cross-encoder)", true);
       status('connected · ' + models.length + ' model' + (models.length === 1 ? '' : 's') + (cfg.exec ? ' · command execution on' : ''));
     } catch (err) {
       status(err.status === 401 ? 'this server needs an API key' : err.status ? 'the server refused: ' + err.message : 'cannot reach the server: ' + err.message, true);
@@ -274,10 +276,11 @@ function boot(S) {
   $('chat-clear').addEventListener('click', function () { if (controller) controller.abort(); history = []; $('transcript').textContent = ''; $('chat-meta').textContent = ''; $('chat-error').textContent = ''; });
 
   // The small panels: one request each, the answer drawn with textContent.
-  function panel(button, errorBox, run) {
+  // A failed run clears the panel's results: the last success's stayed under the error.
+  function panel(button, errorBox, outputs, run) {
     $(button).addEventListener('click', async function () {
       $(errorBox).textContent = ''; $(button).disabled = true;
-      try { await run(); } catch (err) { fail(errorBox, err); } finally { $(button).disabled = false; }
+      try { await run(); } catch (err) { outputs.forEach(function (id) { $(id).textContent = ''; }); fail(errorBox, err); } finally { $(button).disabled = false; }
     });
   }
   function table(head, rows) {
@@ -286,7 +289,7 @@ function boot(S) {
     rows.forEach(function (r) { var row = t.appendChild(el('tr')); r.forEach(function (c) { row.appendChild(el('td', typeof c === 'number' ? 'num' : '', typeof c === 'number' ? c.toFixed(4) : String(c))); }); });
     return t;
   }
-  panel('embed-run', 'embed-error', async function () {
+  panel('embed-run', 'embed-error', ['embed-meta', 'embed-out'], async function () {
     var inputs = S.lines($('embed-input').value);
     var r = await api('/v1/embeddings', { model: $('embed-model').value, input: inputs });
     var vecs = r.data.map(function (d) { return d.embedding; });
@@ -298,20 +301,20 @@ function boot(S) {
       out.appendChild(table([''].concat(inputs.map(function (_, i) { return '#' + (i + 1); })), vecs.map(function (a, i) { return ['#' + (i + 1) + ' ' + inputs[i]].concat(vecs.map(function (b) { return S.cosine(a, b); })); })));
     }
   });
-  panel('rerank-run', 'rerank-error', async function () {
+  panel('rerank-run', 'rerank-error', ['rerank-out'], async function () {
     var docs = S.lines($('rerank-docs').value);
     var r = await api('/v1/rerank', { model: $('rerank-model').value, query: $('rerank-query').value, documents: docs });
     $('rerank-out').textContent = '';
     $('rerank-out').appendChild(table(['#', 'relevance', 'score', 'document'], r.results.map(function (x) { return [x.index + 1, x.relevance_score, x.score, docs[x.index]]; })));
   });
-  panel('redact-run', 'redact-error', async function () {
+  panel('redact-run', 'redact-error', ['redact-out', 'redact-findings'], async function () {
     var r = await api('/v1/redact', { text: $('redact-input').value });
     $('redact-out').textContent = r.text;
     var src = $('redact-input').value;
     $('redact-findings').textContent = '';
     $('redact-findings').appendChild(table(['type', 'found', 'at'], r.findings.map(function (x) { return [x.type, src.slice(x.start, x.end), x.start + '–' + x.end]; })));
   });
-  panel('tokens-run', 'tokens-error', async function () {
+  panel('tokens-run', 'tokens-error', ['tokens-out'], async function () {
     var body = { model: $('chat-model').value, messages: [{ role: 'user', content: $('tokens-input').value }] };
     if ($('system').value.trim()) body.system = $('system').value;
     var r = await api('/v1/messages/count_tokens', body);

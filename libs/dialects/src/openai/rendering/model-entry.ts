@@ -1,4 +1,4 @@
-import { CatalogEntry } from '../../../../store/src/catalog';
+import { CatalogEntry, isRerankerEntry } from '../../../../store/src/catalog';
 
 /** One entry of GET /v1/models. */
 export function modelEntry(e: CatalogEntry): Record<string, unknown> {
@@ -8,5 +8,7 @@ export function modelEntry(e: CatalogEntry): Record<string, unknown> {
     created: Math.floor(e.modifiedAt.getTime() / 1000),
     owned_by: e.source === 'ollama' ? 'ollama' : 'svc',
     capabilities: e.capabilities,
+    // A cross-encoder lists as `embeddings` (the spec's values), yet only ranks: say which it is.
+    ...(isRerankerEntry(e) ? { svc_reranker: true } : {}),
   };
 }
