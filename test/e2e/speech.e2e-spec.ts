@@ -262,7 +262,13 @@ describe('speech-to-text flags and the addon', () => {
     // a header without weights, or a model cut short, booted and then answered "" to every request.
     const cut = join(mkdtempSync(join(tmpdir(), 'svc-whisper-cut-')), 'cut.bin');
     writeFileSync(cut, readFileSync(syntheticModel('whisper-tiny')).subarray(0, 100_000));
+    // A weight type ggml does not know asserted in ggml_ftype_to_ggml_type, the check's own call (134).
+    const typed = join(mkdtempSync(join(tmpdir(), 'svc-whisper-type-')), 'type4.bin');
+    const head = Buffer.from(readFileSync(fixtureModel('for-tests-ggml-tiny.bin')));
+    head.writeInt32LE(4, 44);
+    writeFileSync(typed, head);
     const cases: Array<[string, RegExp]> = [
+      [typed, /is not a whisper model \(unknown weight type 4\)/],
       [fixtureModel('for-tests-silero-v6.2.0-ggml.bin'), /is not a whisper model \(its header's sizes are not a whisper model's\)/],
       [fixtureModel('for-tests-ggml-tiny.bin'), /holds no weights/],
       [cut, /holds no weights|could not load/],

@@ -41,6 +41,7 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     images = createServer((req, res) => {
       if (req.url === '/red.png') return void res.writeHead(200, { 'content-type': 'image/png' }).end(red);
       if (req.url === '/slow.png') return; // the fetch's time limit ends it
+      if (req.url === '/late.png') return void setTimeout(() => res.writeHead(200, { 'content-type': 'image/png' }).end(red), 3000);
       if (req.url === '/big.png') return void res.writeHead(200, { 'content-length': String(21 * 1024 * 1024) }).write(Buffer.alloc(16));
       res.writeHead(404).end();
     });
@@ -117,6 +118,16 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     expect(slow.json.error.message).toBe(`image 1: cannot fetch ${imagesUrl}/slow.png (no answer within 10000 ms)`);
   });
 
+  it('the model is held while a request fetches its image: keep_alive does not unload it under the request', async () => {
+    // keep_alive 1s ran out during a 3 s fetch: the model unloaded and the request was a 400 "projector is disposed".
+    expect((await postJson(`${srv.url}/api/chat`, { model: '', stream: false, keep_alive: '1s', messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 1 } })).status).toBe(200);
+    const r = await postJson(`${srv.url}/v1/chat/completions`, withImage(`${imagesUrl}/late.png`));
+    expect([r.status, r.json.error]).toEqual([200, undefined]);
+    expect(r.json.choices[0].message.content).toBe((await openai.chat.completions.create(withImage(red))).choices[0].message.content);
+    // Back to the server's default keep_alive for the tests after this one.
+    expect((await postJson(`${srv.url}/api/chat`, { model: '', stream: false, keep_alive: -1, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 1 } })).status).toBe(200);
+  });
+
   it('a corrupt image is a 400 in the spec error shape, and the server goes on', async () => {
     const r = await postJson(`${srv.url}/v1/chat/completions`, withImage(`data:image/png;base64,${Buffer.from('not a picture at all').toString('base64')}`));
     expect(r.status).toBe(400);
@@ -124,6 +135,12 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
     expect(r.json.error.message).toMatch(/^image 1 cannot be decoded/);
     const ok = await openai.chat.completions.create(withImage(red));
     expect(ok.usage!.prompt_tokens).toBeGreaterThan(IMAGE_POSITIONS);
+    // Refused from its header, before decoding: a 420 KB PNG of 12000 x 12000 decoded to 432 MB.
+    const huge = png(1, 1, () => [0, 0, 0]);
+    huge.writeUInt32BE(12000, 16);
+    huge.writeUInt32BE(12000, 20);
+    const refused = await postJson(`${srv.url}/v1/chat/completions`, withImage(huge));
+    expect([refused.status, refused.json.error]).toEqual([400, { message: 'image 1 is 12000x12000 pixels; images are taken up to 16777216 pixels (4096x4096)', type: 'Bad Request' }]);
   });
 
   it('PDF and video parts still answer 400, saying they are not read yet', async () => {

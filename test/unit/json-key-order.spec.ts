@@ -1,5 +1,5 @@
 import { FastifyRequest } from 'fastify';
-import { keyOrderAt, memberKeyOrder, rememberJsonText } from '../../libs/http/src/json-key-order';
+import { keyOrderAt, memberKeyOrder, nestedKeyOrders, rememberJsonText } from '../../libs/http/src/json-key-order';
 
 describe('memberKeyOrder', () => {
   const read = (text: string, member: string) => {
@@ -37,5 +37,23 @@ describe('keyOrderAt', () => {
     expect(keyOrderAt(req, ['questions', '1', 'criteria'])).toEqual(['b']);
     expect(keyOrderAt(req, ['questions', '3', 'criteria'])).toBeUndefined();
     expect(keyOrderAt(req, ['questions', '2', 'type'])).toBeUndefined();
+  });
+});
+
+describe('nestedKeyOrders', () => {
+  it('reads the questions and every question\'s criteria in one pass over the body (one pass each read 30 MB 64 times)', () => {
+    const req = {} as FastifyRequest;
+    // Written as text: JSON.stringify would list the integer keys first.
+    const many = Array.from({ length: 64 }, (_, i) => `"q${63 - i}":{"type":"choice","criteria":{"5":"a","1":"b","x":null}}`).join(',');
+    const text = `{"state":${JSON.stringify('x'.repeat(8 << 20))},"questions":{"2":{"criteria":{"b":1,"a":2}},${many},"1":{"criteria":"none"}}}`;
+    rememberJsonText(req, text);
+    const t = performance.now();
+    const o = nestedKeyOrders(req, 'questions', 'criteria')!;
+    expect(performance.now() - t).toBeLessThan(3000);
+    expect(o.keys.slice(0, 3)).toEqual(['2', 'q63', 'q62']);
+    expect(o.keys.at(-1)).toBe('1');
+    expect(o.inner.get('2')).toEqual(['b', 'a']);
+    expect(o.inner.get('q0')).toEqual(['5', '1', 'x']);
+    expect(o.inner.has('1')).toBe(false);
   });
 });

@@ -1,11 +1,13 @@
 import { NativeMediaChunk, NativeMediaPrompt, NativeProjector } from '../../libs/engine/src/backend/native-addon';
 import { InvalidRequestError } from '../../libs/engine/src/core/errors';
 import { CoreMessage } from '../../libs/engine/src/core/generation-request';
-import { imageBytes } from '../../libs/engine/src/media/media-bytes';
-import { IMAGE_POSITION, textTokens, visionPrompt } from '../../libs/engine/src/media/vision-prompt';
+import { checkImagePixels, imageBytes, imageDimensions } from '../../libs/engine/src/media/media-bytes';
+import { png } from '../e2e/helpers/images';
+import { IMAGE_POSITION, readVisionPrompt, textTokens, visionPrompt } from '../../libs/engine/src/media/vision-prompt';
 import { withMediaMarkers } from '../../libs/engine/src/prompt/media-markers';
 import { Sequence } from '../../libs/engine/src/scheduler/sequence';
 import { BatchBuilder } from '../../libs/engine/src/scheduler/batch-builder';
+import { chatToCore, generateToCore } from '../../libs/dialects/src/local-runner/mapping/runner-request.mapper';
 
 const M = '<__media__>';
 
@@ -98,5 +100,46 @@ describe('visionPrompt and the prefill it drives', () => {
     expect([...rest.batch.tokens]).toEqual([12, 13]);
     expect([...rest.batch.pos]).toEqual([5, 6]);
     expect(rest.samples).toHaveLength(1);
+  });
+});
+
+describe('the local runner\'s images', () => {
+  it('go before the message\'s text, as the local runner places them (they went after it)', () => {
+    const chat = chatToCore({ model: '', messages: [{ role: 'user', content: 'What is this?', images: ['AAAA', 'BBBB'] }] } as never);
+    const gen = generateToCore({ model: '', prompt: 'What is this?', images: ['CCCC'] } as never);
+    const kinds = (m: CoreMessage | undefined) => (Array.isArray(m?.content) ? m!.content.map((p) => (p.type === 'text' ? `text:${p.text}` : `image:${(p as { data?: string }).data}`)) : m?.content);
+    const last = (r: { prompt: { kind: string; messages?: CoreMessage[] } }) => (r.prompt.kind === "chat" ? r.prompt.messages!.at(-1) : undefined);
+    expect(kinds(last(chat as never))).toEqual(['image:AAAA', 'image:BBBB', 'text:What is this?']);
+    expect(kinds(last(gen as never))).toEqual(['image:CCCC', 'text:What is this?']);
+  });
+});
+
+describe('image limits per request', () => {
+  it('reads sizes from PNG, GIF, BMP and JPEG headers, and refuses more pixels than 4096 x 4096 before decoding', () => {
+    const big = png(1, 1, () => [0, 0, 0]);
+    big.writeUInt32BE(12000, 16);
+    big.writeUInt32BE(12000, 20);
+    expect(imageDimensions(big)).toEqual({ width: 12000, height: 12000 });
+    expect(() => checkImagePixels(big, 2)).toThrow('image 2 is 12000x12000 pixels; images are taken up to 16777216 pixels (4096x4096)');
+    expect(() => checkImagePixels(png(32, 32, () => [1, 2, 3]), 1)).not.toThrow();
+    const gif = Buffer.alloc(16);
+    gif.write('GIF89a', 0, 'latin1');
+    gif.writeUInt16LE(640, 6);
+    gif.writeUInt16LE(480, 8);
+    expect(imageDimensions(gif)).toEqual({ width: 640, height: 480 });
+    const bmp = Buffer.alloc(30);
+    bmp.write('BM', 0, 'latin1');
+    bmp.writeInt32LE(100, 18);
+    bmp.writeInt32LE(-50, 22);
+    expect(imageDimensions(bmp)).toEqual({ width: 100, height: 50 });
+    // SOI, an APP0 segment of 16 bytes, then SOF0: length, precision, height 300, width 400.
+    const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, ...Array(14).fill(0), 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0x2c, 0x01, 0x90, 0x03]);
+    expect(imageDimensions(jpeg)).toEqual({ width: 400, height: 300 });
+    expect(imageDimensions(Buffer.from('not an image'))).toBeUndefined();
+  });
+
+  it('takes at most 16 images a request (60 URLs of 19 MB each took the server to 3 GB)', async () => {
+    const parts = Array.from({ length: 17 }, () => ({ type: 'media' as const, kind: 'image' as const, data: 'AAAA' }));
+    await expect(readVisionPrompt({} as NativeProjector, 'x', parts)).rejects.toThrow('the request holds 17 images; at most 16 are read at once');
   });
 });

@@ -59,17 +59,19 @@ export class EngineService implements OnApplicationShutdown {
   private async generateOnce(asked: GenerationRequest): Promise<GenerationHandle> {
     const requested = this.resolveLexicon(asked);
     const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
-    // The requested name's manifest, not the loaded file's: two names of one file may differ here.
-    const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
-    const rendered = renderPrompt(lm.native, req.prompt, requested, lm.vision);
-    if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
-    const { tokens, media } = await readPrompt(lm, rendered, req);
-    try {
-      return await this.submit(req, lm, modelName, rendered, requested, tokens, media);
-    } catch (err) {
-      media?.prompt.dispose();
-      throw err;
-    }
+    return lm.held(async () => {
+      // The requested name's manifest, not the loaded file's: two names of one file may differ here.
+      const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
+      const rendered = renderPrompt(lm.native, req.prompt, requested, lm.vision);
+      if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
+      const { tokens, media } = await readPrompt(lm, rendered, req);
+      try {
+        return await this.submit(req, lm, modelName, rendered, requested, tokens, media);
+      } catch (err) {
+        media?.prompt.dispose();
+        throw err;
+      }
+    });
   }
 
   private async submit(req: GenerationRequest, lm: LoadedModel, modelName: string, rendered: RenderedPrompt, requested: OutputConstraint, tokens: Int32Array, media: PromptMedia | undefined): Promise<GenerationHandle> {

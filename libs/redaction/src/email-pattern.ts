@@ -18,8 +18,10 @@ const LETTER = String.raw`[[\p{L}\p{M}]--${UNSPACED}]`;
 const LOCAL = String.raw`[${WORD}._%+\-]`;
 const LOCAL_INNER = String.raw`(?:${LOCAL}|'(?=${WORD}))`;
 const LABEL = String.raw`[${WORD}\-]+`;
-// Starts only where a run of local-part characters starts: from inside a long run each try would scan it again.
-const IN_TEXT = new RegExp(String.raw`(?<!${LOCAL}|${WORD}')${LOCAL}${LOCAL_INNER}*@${LABEL}(?:\.${LABEL})*\.${LETTER}{2,}`, 'gv');
+// Starts only where a run of local-part characters starts: from inside a long run each try would
+// scan it again (quadratic: ".'a" repeated took 37 s for 300 KB). An apostrophe after a local-part
+// character is inside a run, so no start follows it; one after anything else is a quote.
+const IN_TEXT = new RegExp(String.raw`(?<!${LOCAL}|${LOCAL}')${LOCAL}${LOCAL_INNER}*@${LABEL}(?:\.${LABEL})*\.${LETTER}{2,}`, 'gv');
 
 const STOP = String.raw`\s@<>()\[\]{},;:"'「」『』（）【】、，。！？`;
 const SET_APART = new RegExp(

@@ -1,12 +1,14 @@
 /**
  * Which digit groups are a phone number. With a + (an international number) any grouping of
- * 7-15 digits is. Without one, the shape must be a phone's and not a date's, an amount's or an
- * order number's:
+ * 7-15 digits is. Without one, the shape must be a phone's and not a date's, a postcode's, an
+ * amount's, a list's or an order number's:
  * - one separator throughout ("555-123-4567 24 hours" is a phone and a count, not one number);
- * - never day-month-year or year-month-day (29.11.2026, 05.11.2026, 2026-11-29);
- * - and one of: every group after the first has 3+ digits (555-123-4567, 030 1234567,
- *   07700 900123); a leading 0 (a national trunk prefix: 06 12 34 56 78, 079 123 45 67); or four
- *   groups and more of 2+ digits, 9-12 in all (612 34 56 78).
+ * - never day-month-year or year-month-day (29.11.2026, 2026-11-29), nor an SSN's shape;
+ * - and one of: 2-4 digits, then groups of 3-4 (555-123-4567, 1234 5678, 415.555.0132); a national
+ *   trunk 0 and 2-5 digits, then groups of 2-8, 9-12 digits in all, pairs only as five
+ *   (030 1234567, 07700 900123, 079 123 45 67, 06 12 34 56 78); or 3 digits and pairs, 9 in all
+ *   (612 34 56 78). ZIP+4 (94103-1234), 2026-000123, 48.858370, 10-20-30-40-50, 01.02.03.04 and
+ *   a row of lottery numbers are none of these.
  * A single run of digits without + is an ordinary number.
  */
 export function phoneShaped(m: string): boolean {
@@ -21,14 +23,13 @@ export function phoneShaped(m: string): boolean {
   if (!area && groups.length < 2) return false;
   if (/^\d{3}-\d{2}-\d{4}$/.test(body)) return false; // SSN-shaped, issued or not
   if (groups.length === 3 && /^(\d{1,2}\D\d{1,2}\D\d{2,4}|\d{4}\D\d{1,2}\D\d{1,2})$/.test(body)) return false;
-  if (!area && groups[0].length < 2) return false;
-  const rest = groups.slice(1);
-  if (rest.every((g) => g.length >= 3)) return true;
-  if (groups.every((g) => g.length >= 2)) {
-    if (groups[0].startsWith('0')) return true;
-    if (groups.length >= 4 && n >= 9 && n <= 12) return true;
+  const [first, ...rest] = groups;
+  const between = (g: string, lo: number, hi: number) => g.length >= lo && g.length <= hi;
+  if ((area || between(first, 2, 4)) && rest.every((g) => between(g, 3, 4))) return true;
+  if (first.startsWith('0') && between(first, 2, 5) && rest.every((g) => between(g, 2, 8)) && n >= 9 && n <= 12) {
+    return !groups.every((g) => g.length === 2) || groups.length === 5;
   }
-  return false;
+  return first.length === 3 && rest.length >= 3 && rest.every((g) => g.length === 2) && n === 9;
 }
 
 /**

@@ -44,9 +44,17 @@ std::string headerProblem(const std::string & path) {
       !within(textLayer, 1, 1024) || !within(nMels, 1, 1024) || audioState % audioHead != 0 || textState % textHead != 0) {
     return "is not a whisper model (its header's sizes are not a whisper model's)";
   }
-  if (ftype < 0 || ggml_ftype_to_ggml_type((enum ggml_ftype) (ftype % GGML_QNT_VERSION_FACTOR)) == GGML_TYPE_COUNT) {
-    return "is not a whisper model (unknown weight type " + std::to_string(ftype) + ")";
-  }
+  // The types ggml maps (ggml_ftype_to_ggml_type asserts, aborting, on any other: it cannot be asked).
+  static const enum ggml_ftype known[] = {
+    GGML_FTYPE_ALL_F32, GGML_FTYPE_MOSTLY_F16, GGML_FTYPE_MOSTLY_BF16, GGML_FTYPE_MOSTLY_Q4_0, GGML_FTYPE_MOSTLY_Q4_1,
+    GGML_FTYPE_MOSTLY_Q1_0, GGML_FTYPE_MOSTLY_Q5_0, GGML_FTYPE_MOSTLY_Q5_1, GGML_FTYPE_MOSTLY_Q8_0, GGML_FTYPE_MOSTLY_MXFP4,
+    GGML_FTYPE_MOSTLY_NVFP4, GGML_FTYPE_MOSTLY_Q2_K, GGML_FTYPE_MOSTLY_Q3_K, GGML_FTYPE_MOSTLY_Q4_K, GGML_FTYPE_MOSTLY_Q5_K,
+    GGML_FTYPE_MOSTLY_Q6_K, GGML_FTYPE_MOSTLY_IQ2_XXS, GGML_FTYPE_MOSTLY_IQ2_XS, GGML_FTYPE_MOSTLY_IQ3_XXS, GGML_FTYPE_MOSTLY_IQ1_S,
+    GGML_FTYPE_MOSTLY_IQ1_M, GGML_FTYPE_MOSTLY_IQ4_NL, GGML_FTYPE_MOSTLY_IQ4_XS, GGML_FTYPE_MOSTLY_IQ3_S, GGML_FTYPE_MOSTLY_IQ2_S,
+  };
+  bool typed = false;
+  for (auto k : known) typed = typed || (ftype >= 0 && ftype % GGML_QNT_VERSION_FACTOR == (int32_t) k);
+  if (!typed) return "is not a whisper model (unknown weight type " + std::to_string(ftype) + ")";
   return "";
 }
 

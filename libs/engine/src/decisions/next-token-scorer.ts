@@ -49,6 +49,10 @@ export class NextTokenScorer {
 
   async score(req: ScoringRequest): Promise<ScoringResult> {
     const { lm, name } = await this.models.acquireNamed(req.model, req.keepAlive !== undefined ? { keepAlive: req.keepAlive } : undefined);
+    return lm.held(() => this.scoreOn(lm, name, req));
+  }
+
+  private async scoreOn(lm: LoadedModel, name: string, req: ScoringRequest): Promise<ScoringResult> {
     if (!lm.hasChatTemplate) throw new InvalidRequestError(`${name} has no chat template: decisions need a chat model`);
     const letters = letterTokens(lm.native);
     const scoreIds = req.prompts.map((p) => Int32Array.from(p.options.flatMap((o) => letterIds(letters, o, name))));

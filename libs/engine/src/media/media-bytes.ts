@@ -84,3 +84,46 @@ function fetchProblem(err: unknown, timeoutMs: number): string {
   if (e.name === 'AbortError') return 'the request was cancelled';
   return e.cause?.message ?? e.message;
 }
+
+/** Images one request may carry, and their bytes together: 60 URLs of 19 MB each took the server to 3 GB. */
+export const MAX_IMAGES = 16;
+export const MAX_IMAGE_BYTES_TOTAL = 64 * 1024 * 1024;
+/** Pixels an image may decode to (4096 x 4096): a 420 KB PNG of 12000 x 12000 decoded to 432 MB. */
+export const MAX_IMAGE_PIXELS = 4096 * 4096;
+
+/**
+ * Width and height from an image's header, for the formats whose header says so in a fixed place
+ * (PNG, GIF, BMP, PSD) or in a frame marker (JPEG); undefined for others (stb_image decides).
+ */
+export function imageDimensions(b: Buffer): { width: number; height: number } | undefined {
+  if (b.length >= 24 && b.readUInt32BE(0) === 0x89504e47 && b.toString('latin1', 12, 16) === 'IHDR') return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+  if (b.length >= 10 && b.toString('latin1', 0, 4) === 'GIF8') return { width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
+  if (b.length >= 26 && b.toString('latin1', 0, 2) === 'BM') return { width: Math.abs(b.readInt32LE(18)), height: Math.abs(b.readInt32LE(22)) };
+  if (b.length >= 22 && b.toString('latin1', 0, 4) === '8BPS') return { width: b.readUInt32BE(18), height: b.readUInt32BE(14) };
+  if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) {
+    // Segments until a start-of-frame (C0-CF less C4 DHT, C8 JPG, CC DAC): height, then width.
+    for (let i = 2; i + 9 < b.length; ) {
+      if (b[i] !== 0xff) return undefined;
+      const marker = b[i + 1];
+      if (marker === 0xff) {
+        i++;
+        continue;
+      }
+      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) return { width: b.readUInt16BE(i + 7), height: b.readUInt16BE(i + 5) };
+      if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
+        i += 2;
+        continue;
+      }
+      i += 2 + b.readUInt16BE(i + 2);
+    }
+  }
+  return undefined;
+}
+
+/** Refuses an image whose header says it decodes to more than MAX_IMAGE_PIXELS. */
+export function checkImagePixels(b: Buffer, n: number): void {
+  const d = imageDimensions(b);
+  if (d && d.width * d.height > MAX_IMAGE_PIXELS) {
+    throw new InvalidRequestError(`image ${n} is ${d.width}x${d.height} pixels; images are taken up to ${MAX_IMAGE_PIXELS} pixels (4096x4096)`);
+  }
+}

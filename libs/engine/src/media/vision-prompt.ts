@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../core/errors';
 import { NativeMediaPrompt, NativeProjector } from '../backend/native-addon';
-import { CoreMediaPart, imageBytes } from './media-bytes';
+import { checkImagePixels, CoreMediaPart, imageBytes, MAX_IMAGE_BYTES, MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES } from './media-bytes';
 
 /**
  * The token id written at an image's positions in a prompt's token list (llama-server's
@@ -60,6 +60,15 @@ export function textTokens(tokens: Int32Array): Int32Array {
 
 /** The images' bytes (fetched or decoded from base64), then the prompt tokenized around them. */
 export async function readVisionPrompt(projector: NativeProjector, text: string, parts: CoreMediaPart[], signal?: AbortSignal): Promise<{ tokens: Int32Array; media: PromptMedia }> {
-  const images = await Promise.all(parts.map((p, i) => imageBytes(p, i + 1, { signal })));
+  if (parts.length > MAX_IMAGES) throw new InvalidRequestError(`the request holds ${parts.length} images; at most ${MAX_IMAGES} are read at once`);
+  // One at a time, within what the request may still take: all at once held every body together.
+  const images: Buffer[] = [];
+  let left = MAX_IMAGE_BYTES_TOTAL;
+  for (const [i, p] of parts.entries()) {
+    const b = await imageBytes(p, i + 1, { signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) });
+    checkImagePixels(b, i + 1);
+    left -= b.length;
+    images.push(b);
+  }
   return visionPrompt(projector, text, images);
 }

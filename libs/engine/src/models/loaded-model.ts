@@ -15,6 +15,23 @@ export class LoadedModel {
   estimatedBytes = 0;
   /** The vision projector loaded beside the weights (-mmproj, a store model's projector layer). */
   projector?: NativeProjector;
+  /** Requests preparing to run on it (images being fetched, prompts tokenized): it is busy meanwhile. */
+  holds = 0;
+
+  /**
+   * Runs fn with the model held: keep_alive or a memory budget does not unload it under a request
+   * still preparing (an image fetch of seconds unloaded it, and the request failed "projector is
+   * disposed"). The scheduler's queue holds it from submit on.
+   */
+  async held<T>(fn: () => Promise<T>): Promise<T> {
+    this.holds++;
+    try {
+      return await fn();
+    } finally {
+      this.holds--;
+      this.lastUsed = Date.now();
+    }
+  }
 
   constructor(
     readonly entry: CatalogEntry,

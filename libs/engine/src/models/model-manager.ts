@@ -224,7 +224,7 @@ export class ModelManager {
   }
 
   private busy(lm: LoadedModel): boolean {
-    return lm.scheduler.activeCount + lm.scheduler.queued > 0 || Date.now() - lm.lastUsed < IN_USE_GRACE_MS;
+    return lm.holds > 0 || lm.scheduler.activeCount + lm.scheduler.queued > 0 || Date.now() - lm.lastUsed < IN_USE_GRACE_MS;
   }
 
   /** Frees a loaded model; its contexts go to disk for its next load unless the file itself is going. */

@@ -147,11 +147,14 @@ function toCoreCall(c: RunnerToolCall, i: number, j: number): CoreToolCall {
   return { id: typeof c.id === 'string' && c.id ? c.id : `call_${i}_${j}`, type: 'function', function: { name: fn.name, arguments: args } };
 }
 
-/** Images (base64, as the local-runner sends them) become media parts; the engine refuses them without a vision projector. */
+/**
+ * Images (base64, as the local-runner sends them) become media parts, before the message's text as
+ * the local runner places them; the engine refuses them without a vision projector.
+ */
 function withImages(text: string, images: string[] | undefined): CoreMessage['content'] {
   if (!images?.length) return text;
-  const parts: CoreContentPart[] = [{ type: 'text', text }];
-  for (const data of images) parts.push({ type: 'media', kind: 'image', data });
+  const parts: CoreContentPart[] = images.map((data) => ({ type: 'media', kind: 'image', data }));
+  parts.push({ type: 'text', text });
   return parts;
 }
 
