@@ -1,13 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
 import { ManifestStore, STALE_COPY_MS } from '../../libs/store/src/manifest-store';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
+import { CatalogEntry, DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
 import { displayName, parseModelRef } from '../../libs/store/src/model-ref';
 import { PullProgress, PullService } from '../../libs/store/src/pull/pull-service';
 import { parseChallenge } from '../../libs/store/src/pull/registry-client';
 import { StoreAdmin } from '../../libs/store/src/store-admin';
-import { parseBytes, parseKeepAlive } from '../../libs/engine/src/models/residency';
+import { estimateBytes, parseBytes, parseKeepAlive } from '../../libs/engine/src/models/residency';
 import { fixtureModel, STORIES } from '../e2e/helpers/fixtures';
 import { FakeRegistry, serveFile, sha256 } from '../e2e/helpers/fake-registry';
 import { hashTree, writeOllamaModel } from '../e2e/helpers/ollama-store';
@@ -256,5 +256,14 @@ describe('catalog over both stores', () => {
     expect(hashTree(ollama)).toBe(before);
     writeFileSync(join(store, 'manifests', 'registry.ollama.ai', 'library', 'flatcopy', 'broken'), '{not json');
     expect(cat.list().some((e) => e.name === 'flatcopy:broken')).toBe(false);
+  });
+});
+
+describe('memory estimate of a vision model', () => {
+  it('counts the projector loaded beside the weights (-memory-budget left it out)', () => {
+    const mmproj = fixtureModel('mmproj-tinygemma3.gguf');
+    const entry = { name: 'v', path: '/x.gguf', sizeBytes: 1000 } as unknown as CatalogEntry;
+    expect(estimateBytes(entry, 0)).toBe(1000);
+    expect(estimateBytes({ ...entry, projector: mmproj } as CatalogEntry, 0)).toBe(1000 + statSync(mmproj).size);
   });
 });

@@ -1,4 +1,5 @@
 import { totalmem } from 'node:os';
+import { statSync } from 'node:fs';
 import { CatalogEntry } from '../../../store/src/catalog';
 import { InvalidRequestError } from '../core/errors';
 
@@ -91,5 +92,15 @@ export function estimateBytes(entry: CatalogEntry, nCtx: number): number {
   const nHead = num('attention.head_count');
   const nHeadKv = num('attention.head_count_kv') || nHead;
   const headDim = num('attention.key_length') || (nHead ? num('embedding_length') / nHead : 0);
-  return entry.sizeBytes + nLayer * nCtx * nHeadKv * headDim * 2 * 2;
+  return entry.sizeBytes + projectorBytes(entry) + nLayer * nCtx * nHeadKv * headDim * 2 * 2;
+}
+
+/** The vision projector's file, loaded beside the weights: counted against -memory-budget too. */
+function projectorBytes(entry: CatalogEntry): number {
+  if (!entry.projector) return 0;
+  try {
+    return statSync(entry.projector).size;
+  } catch {
+    return 0;
+  }
 }
