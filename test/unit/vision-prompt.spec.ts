@@ -33,6 +33,9 @@ describe('withMediaMarkers', () => {
     expect(() => withMediaMarkers(part('file'), M)).toThrow('file (PDF) parts are not read yet');
     expect(() => withMediaMarkers(part('video'), M)).toThrow('video parts are not read yet');
     expect(() => withMediaMarkers([{ role: 'user', content: `look ${M}` }], M)).toThrow(InvalidRequestError);
+    // In an earlier call's arguments it reached mtmd, which counted more markers than images.
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'f', arguments: `{"x":"${M}"}` } };
+    expect(() => withMediaMarkers([{ role: 'assistant', content: null, tool_calls: [call] }], M)).toThrow(`messages[0] holds the text ${M}`);
   });
 });
 

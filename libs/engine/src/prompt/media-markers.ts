@@ -19,6 +19,9 @@ export function withMediaMarkers(messages: CoreMessage[], marker: string): { mes
   const media: CoreMediaPart[] = [];
   const out = messages.map((m, i) => {
     if (typeof m.content === 'string' && m.content.includes(marker)) throw markerInText(marker, i);
+    // Earlier calls' arguments and names reach the prompt too (mtmd then counted more markers than images).
+    if (m.tool_calls?.some((c) => `${c.function.name}${c.function.arguments}`.includes(marker))) throw markerInText(marker, i);
+    if (m.reasoning_content?.includes(marker)) throw markerInText(marker, i);
     if (!Array.isArray(m.content) || !m.content.some((p) => p.type === 'media')) {
       if (Array.isArray(m.content) && m.content.some((p) => p.type === 'text' && p.text.includes(marker))) throw markerInText(marker, i);
       return m;
