@@ -87,6 +87,11 @@ describe('redaction', () => {
     ]);
   });
 
+  it('finds IPv6 loopback and IPv4-mapped addresses whole', () => {
+    expect(redact('listen on ::1 and ::ffff:192.0.2.1, not std::vector').text).toBe('listen on [IP_ADDRESS] and [IP_ADDRESS], not std::vector');
+    expect(typesIn('peer ::FFFF:10.0.0.7 port')).toEqual([['ip_address', '::FFFF:10.0.0.7']]);
+  });
+
   it('leaves ordinary numbers, dates, times and versions alone', () => {
     for (const text of ['order 123456789', 'on 2026-11-29 at 10:45:12', 'version 1.2.3', 'ratio 3:2', 'pi is 3.14159', 'room 12', 'year 1999 and 2000']) {
       expect([text, redact(text).findings]).toEqual([text, []]);

@@ -139,6 +139,16 @@ describe('image limits per request', () => {
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, ...Array(14).fill(0), 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0x2c, 0x01, 0x90, 0x03]);
     expect(imageDimensions(jpeg)).toEqual({ width: 400, height: 300 });
     expect(imageDimensions(Buffer.from('not an image'))).toBeUndefined();
+    // PNM (with a comment) and Radiance HDR: a 5000 x 4000 PGM was decoded unchecked.
+    expect(imageDimensions(Buffer.from('P5\n# made by hand\n5000 4000\n255\n'))).toEqual({ width: 5000, height: 4000 });
+    expect(() => checkImagePixels(Buffer.from('P5\n5000 4000\n255\n'), 1)).toThrow('image 1 is 5000x4000 pixels');
+    expect(imageDimensions(Buffer.from('#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 200 +X 300\n'))).toEqual({ width: 300, height: 200 });
+    // A format whose size cannot be read first (TGA: no magic) is refused, not decoded unchecked.
+    const tga = Buffer.alloc(18);
+    tga[2] = 2;
+    tga.writeUInt16LE(65535, 12);
+    tga.writeUInt16LE(65535, 14);
+    expect(() => checkImagePixels(tga, 3)).toThrow('image 3 cannot be decoded: not a PNG, JPEG, GIF, BMP, PSD, PNM or HDR image');
   });
 
   it('takes at most 16 images a request (60 URLs of 19 MB each took the server to 3 GB)', async () => {

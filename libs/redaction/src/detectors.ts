@@ -55,6 +55,8 @@ function luhn(num: string): boolean {
   return sum % 10 === 0;
 }
 
+const IPV4 = String.raw`(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`;
+
 export const DETECTORS: Detector[] = [
   {
     type: 'email',
@@ -77,9 +79,12 @@ export const DETECTORS: Detector[] = [
   {
     type: 'ip_address',
     find: (t) => [
-      ...matches(/(?<!\d|\d\.)(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g, t),
-      // IPv6: full or compressed (at least three groups, or a ::).
+      // IPv4-mapped and -compatible IPv6 first (::ffff:192.0.2.1 left "::ffff:" beside the IPv4's tag).
+      ...matches(new RegExp(String.raw`(?<![\w:])::(?:ffff(?::0{1,4})?:)?${IPV4}(?!\d|\.\d)`, 'gi'), t),
+      ...matches(new RegExp(String.raw`(?<!\d|\d\.)${IPV4}(?!\d|\.\d)`, 'g'), t),
+      // IPv6: full or compressed (at least three groups, or a ::), and :: first (::1).
       ...matches(/(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{1,4}(?![\w:])|(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g, t, (m) => m.includes('::') || m.split(':').length >= 4),
+      ...matches(/(?<![\w:])::[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6}(?![\w:.])/g, t),
     ],
   },
   // Phone numbers: an optional +country code and (area), then 7-15 digits in groups; phone.ts decides which group shapes are phones.

@@ -100,6 +100,17 @@ export function imageDimensions(b: Buffer): { width: number; height: number } | 
   if (b.length >= 10 && b.toString('latin1', 0, 4) === 'GIF8') return { width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
   if (b.length >= 26 && b.toString('latin1', 0, 2) === 'BM') return { width: Math.abs(b.readInt32LE(18)), height: Math.abs(b.readInt32LE(22)) };
   if (b.length >= 22 && b.toString('latin1', 0, 4) === '8BPS') return { width: b.readUInt32BE(18), height: b.readUInt32BE(14) };
+  // PNM (P1-P6): magic, then width and height as text, with comments between.
+  if (b.length >= 3 && b[0] === 0x50 && b[1] >= 0x31 && b[1] <= 0x36 && /\s/.test(String.fromCharCode(b[2]))) {
+    const head = b.toString('latin1', 2, Math.min(b.length, 1024)).replace(/#[^\n]*\n/g, ' ');
+    const m = /^\s*(\d+)\s+(\d+)/.exec(head);
+    return m ? { width: Number(m[1]), height: Number(m[2]) } : undefined;
+  }
+  // Radiance HDR: header lines, a blank line, then "-Y <height> +X <width>".
+  if (b.length >= 10 && /^#\?(RADIANCE|RGBE)/.test(b.toString('latin1', 0, 10))) {
+    const m = /\n\n[-+]Y (\d+) [-+]X (\d+)/.exec(b.toString('latin1', 0, Math.min(b.length, 4096)));
+    return m ? { width: Number(m[2]), height: Number(m[1]) } : undefined;
+  }
   if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) {
     // Segments until a start-of-frame (C0-CF less C4 DHT, C8 JPG, CC DAC): height, then width.
     for (let i = 2; i + 9 < b.length; ) {
@@ -120,10 +131,14 @@ export function imageDimensions(b: Buffer): { width: number; height: number } | 
   return undefined;
 }
 
-/** Refuses an image whose header says it decodes to more than MAX_IMAGE_PIXELS. */
+/**
+ * Refuses an image whose header says it decodes to more than MAX_IMAGE_PIXELS, and one whose size
+ * cannot be read from its header (TGA has no magic: 65535 x 65535 decodes to 12 GB).
+ */
 export function checkImagePixels(b: Buffer, n: number): void {
   const d = imageDimensions(b);
-  if (d && d.width * d.height > MAX_IMAGE_PIXELS) {
+  if (!d) throw new InvalidRequestError(`image ${n} cannot be decoded: not a PNG, JPEG, GIF, BMP, PSD, PNM or HDR image`);
+  if (d.width * d.height > MAX_IMAGE_PIXELS) {
     throw new InvalidRequestError(`image ${n} is ${d.width}x${d.height} pixels; images are taken up to ${MAX_IMAGE_PIXELS} pixels (4096x4096)`);
   }
 }
