@@ -5,7 +5,7 @@ import { send } from './helpers/auth';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { RunningServer, startServer } from './helpers/server';
 import { bootStudio } from './helpers/studio-dom';
-import { eventuallyGone, gone } from './helpers/processes';
+import { eventuallyGone, gone, pidFromFile } from './helpers/processes';
 
 jest.setTimeout(120_000);
 
@@ -154,15 +154,7 @@ describe('studio with -studio-exec and an API key (from $SVC_API_KEY)', () => {
     const pidFile = join(mkdtempSync(join(tmpdir(), 'studio-pid-')), 'pid');
     const ac = new AbortController();
     const running = fetch(`${srv.url}/studio/exec`, { method: 'POST', headers: { ...KEY, 'content-type': 'application/json' }, body: JSON.stringify({ command: `echo $$ > ${pidFile}; exec sleep 20` }), signal: ac.signal });
-    let pid = 0;
-    for (let i = 0; i < 100 && !pid; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      try {
-        pid = Number(readFileSync(pidFile, 'utf8').trim());
-      } catch {
-        // not written yet
-      }
-    }
+    const pid = await pidFromFile(pidFile);
     expect(pid).toBeGreaterThan(0);
     expect(gone(pid)).toBe(false);
     ac.abort();
@@ -279,15 +271,7 @@ describe('a server stopping while a studio command runs', () => {
       async (r) => (await r.json()) as { signal: string | null },
       () => undefined,
     );
-    let pid = 0;
-    for (let i = 0; i < 100 && !pid; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      try {
-        pid = Number(readFileSync(pidFile, 'utf8').trim());
-      } catch {
-        // not written yet
-      }
-    }
+    const pid = await pidFromFile(pidFile);
     expect(pid).toBeGreaterThan(0);
     const t0 = Date.now();
     expect(await srv.stop()).toBe(0);

@@ -19,3 +19,17 @@ export async function eventuallyGone(pid: number): Promise<boolean> {
   for (let i = 0; i < 60 && !gone(pid); i++) await new Promise((r) => setTimeout(r, 50));
   return gone(pid);
 }
+
+/** The pid a command wrote to `file` (echo $$ > file), waited for up to 5 s; 0 if it never came. */
+export async function pidFromFile(file: string): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    try {
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      if (pid) return pid;
+    } catch {
+      // not written yet
+    }
+  }
+  return 0;
+}

@@ -7,6 +7,7 @@ import { EngineConfig } from '../engine-config';
 import { sha256File } from '../models/file-hash';
 import { parseKeepAlive } from '../models/residency';
 import { EncoderNames } from './encoder-names';
+import { holding } from '../models/holds';
 
 /** Longest input an encoder reads when its training context says more (a batch holds a whole input). */
 const MAX_ENCODER_CTX = 8192;
@@ -83,16 +84,13 @@ export class Encoder {
   }
 
   /** Requests that acquired this encoder and have not finished with it (tokenizing, waiting, computing). */
-  private holds = 0;
+  holds = 0;
 
   /** Runs fn with the encoder held: busy all along, and its keep_alive counted from the end. */
   async held<T>(fn: () => Promise<T>): Promise<T> {
-    this.holds++;
     try {
-      return await fn();
+      return await holding(this, fn);
     } finally {
-      this.holds--;
-      this.lastUsed = Date.now();
       if (this.expiresAt) this.expiresAt = new Date(this.lastUsed + this.keepAliveMs);
     }
   }

@@ -3,6 +3,7 @@ import { NativeContext, NativeModel, NativeProjector } from '../backend/native-a
 import type { MediaRendering } from '../prompt/prompt-renderer';
 import { ContextRegistry } from '../contexts/context-registry';
 import { Scheduler } from '../scheduler/scheduler';
+import { holding } from './holds';
 
 /** One model resident in memory: weights, its KV context and its scheduler. */
 export class LoadedModel {
@@ -23,14 +24,8 @@ export class LoadedModel {
    * still preparing (an image fetch of seconds unloaded it, and the request failed "projector is
    * disposed"). The scheduler's queue holds it from submit on.
    */
-  async held<T>(fn: () => Promise<T>): Promise<T> {
-    this.holds++;
-    try {
-      return await fn();
-    } finally {
-      this.holds--;
-      this.lastUsed = Date.now();
-    }
+  held<T>(fn: () => Promise<T>): Promise<T> {
+    return holding(this, fn);
   }
 
   constructor(
