@@ -1,11 +1,11 @@
 import { FastifyRequest } from 'fastify';
-import { keyOrderAt, memberKeyOrder, nestedKeyOrders, rememberJsonText } from '../../libs/http/src/json-key-order';
+import { nestedKeyOrders, rememberJsonText } from '../../libs/http/src/json-key-order';
 
-describe('memberKeyOrder', () => {
+describe('nestedKeyOrders: the member\'s own keys', () => {
   const read = (text: string, member: string) => {
     const req = {} as FastifyRequest;
     rememberJsonText(req, text);
-    return memberKeyOrder(req, member);
+    return nestedKeyOrders(req, member, 'criteria')?.keys;
   };
 
   it('lists the keys of a top-level member in the order written, integer names included', () => {
@@ -23,20 +23,21 @@ describe('memberKeyOrder', () => {
     expect(read('{"questions":[1,2]}', 'questions')).toBeUndefined();
     expect(read('{"other":{}}', 'questions')).toBeUndefined();
     expect(read('[1]', 'questions')).toBeUndefined();
-    expect(memberKeyOrder({} as FastifyRequest, 'questions')).toBeUndefined();
+    expect(nestedKeyOrders({} as FastifyRequest, 'questions', 'criteria')).toBeUndefined();
   });
 });
 
-describe('keyOrderAt', () => {
+describe('nestedKeyOrders: each entry\'s inner keys', () => {
   it('lists the keys of a nested object in the order written (a question\'s criteria)', () => {
     const req = {} as FastifyRequest;
     const text = '{"questions":{"2":{"type":"choice","criteria":{"5":"excellent","1":"poor","3":"average"}},"1":{"criteria":{"b":1}}}}';
     rememberJsonText(req, text);
-    expect(keyOrderAt(req, ['questions', '2', 'criteria'])).toEqual(['5', '1', '3']);
-    expect(keyOrderAt(req, ['questions'])).toEqual(['2', '1']);
-    expect(keyOrderAt(req, ['questions', '1', 'criteria'])).toEqual(['b']);
-    expect(keyOrderAt(req, ['questions', '3', 'criteria'])).toBeUndefined();
-    expect(keyOrderAt(req, ['questions', '2', 'type'])).toBeUndefined();
+    const o = nestedKeyOrders(req, 'questions', 'criteria')!;
+    expect(o.inner.get('2')).toEqual(['5', '1', '3']);
+    expect(o.keys).toEqual(['2', '1']);
+    expect(o.inner.get('1')).toEqual(['b']);
+    expect(o.inner.get('3')).toBeUndefined();
+    expect(nestedKeyOrders(req, 'questions', 'type')!.inner.get('2')).toBeUndefined();
   });
 });
 

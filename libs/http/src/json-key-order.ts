@@ -12,18 +12,11 @@ export function rememberJsonText(req: FastifyRequest, text: string): void {
 }
 
 /**
- * The keys of the object at top-level member `member`, in the body's order (a repeated key
- * where it first stood, as JavaScript keeps it); undefined when the body was not JSON text this
- * parser read or that member is not an object.
- */
-export function memberKeyOrder(req: FastifyRequest, member: string): string[] | undefined {
-  return keyOrderAt(req, [member]);
-}
-
-/**
- * In one pass over the body: the keys of top-level member `member` in the body's order, and for
- * each of its entries, the keys of that entry's member `inner` (a decision's questions and each
- * question's criteria). One keyOrderAt per entry read a 30 MB body 64 times.
+ * In one pass over the body: the keys of top-level member `member` in the body's order (a
+ * repeated key where it first stood, as JavaScript keeps it; of a repeated member, the last),
+ * and for each of its entries, the keys of that entry's member `inner` (a decision's questions
+ * and each question's criteria). Undefined when the body was not JSON text this parser read or
+ * that member is not an object. Reading each entry's order apart read a 30 MB body 64 times.
  */
 export function nestedKeyOrders(req: FastifyRequest, member: string, inner: string): { keys: string[]; inner: Map<string, string[]> } | undefined {
   const text = TEXTS.get(req);
@@ -46,24 +39,6 @@ export function nestedKeyOrders(req: FastifyRequest, member: string, inner: stri
     });
   });
   return { keys: keysOf(text, at), inner: innerKeys };
-}
-
-/** The keys of the object reached through `path` (member names, outermost first), in the body's order. */
-export function keyOrderAt(req: FastifyRequest, path: readonly string[]): string[] | undefined {
-  const text = TEXTS.get(req);
-  if (text === undefined) return undefined;
-  let at: number | undefined = skipWs(text, 0);
-  for (const member of path) {
-    if (text[at] !== '{') return undefined;
-    const from: number = at;
-    at = undefined;
-    // A repeated key: JavaScript keeps the last value, so the last one counts here too.
-    forEachMember(text, from, (key, valueAt) => {
-      if (key === member) at = valueAt;
-    });
-    if (at === undefined) return undefined;
-  }
-  return text[at] === '{' ? keysOf(text, at) : undefined;
 }
 
 function keysOf(text: string, at: number): string[] {
