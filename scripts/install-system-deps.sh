@@ -2,7 +2,7 @@
 # Debian packages the build and the tests need (idempotent; skips what is present).
 set -euo pipefail
 need=()
-for pair in cmake:cmake g++:g++ git:git make:make python3:python3 podman:podman runc:runc debootstrap:debootstrap podman-compose:podman-compose; do
+for pair in cmake:cmake g++:g++ git:git make:make python3:python3 podman:podman runc:runc debootstrap:debootstrap podman-compose:podman-compose ffmpeg:ffmpeg pdftotext:poppler-utils; do
   bin=${pair%%:*}; pkg=${pair##*:}
   if [ "$bin" = runc ]; then [ -x /usr/sbin/runc ] || need+=("$pkg"); continue; fi
   command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")

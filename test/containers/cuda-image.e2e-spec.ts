@@ -88,6 +88,8 @@ suite('CUDA image (docker/Dockerfile.cuda) without a GPU', () => {
     if (missing.length === 0) expect(out).toMatchObject({ exitCode: 0, output: expect.stringContaining('devices=0') });
     else expect(out.output).toMatch(/libcuda\.so\.1/);
     expect(await execOk(c, ['sh', '-c', 'ls /app/build/native'])).toMatch(/cpu\s+cuda/);
+    // The programs that read video and PDF parts (libs/engine/src/media).
+    expect(await execOk(c, ['sh', '-c', 'ffmpeg -version | head -1; ffprobe -version | head -1; pdftotext -v 2>&1 | head -1'])).toMatch(/ffmpeg version[\s\S]*ffprobe version[\s\S]*pdftotext version/);
   });
 
   it('runs as the non-root user 10001 and has a HEALTHCHECK that passes', async () => {

@@ -1,6 +1,7 @@
 // The CPU image, built from docker/Dockerfile.cpu and run through testcontainers: health,
 // chat completions through the official OpenAI client, the store volume across a restart
-// and across a new container, the non-root user, the HEALTHCHECK and the speech addon.
+// and across a new container, the non-root user, the HEALTHCHECK, the speech addon and the
+// media tools (ffmpeg, poppler) that read video and PDF parts.
 //
 // Needs a Docker-compatible engine. Here that is podman's API socket:
 //   eval "$(bash scripts/podman-setup.sh up)"     (installs, configures, starts; see the script)
@@ -9,6 +10,7 @@
 // reuse the engine's layer cache. DEBUG=testcontainers:build prints the build log.
 import { GenericContainer, getContainerRuntimeClient, ImageName, StartedTestContainer, Wait } from 'testcontainers';
 import { syntheticModel } from '../e2e/helpers/fixtures';
+import { pdf, video } from '../e2e/helpers/media';
 import { defaultToPodman, engine, execOk, expectAllProcessesAs10001, health, MODEL_FILE, MODELS_DIR, modelIds, neverPull, openai, PORT, requireModel, ROOT, SKIP } from './support';
 
 const IMAGE = process.env.SVC_TEST_IMAGE ?? 'localhost/svc-test:cpu';
@@ -163,5 +165,19 @@ suite('CPU image (docker/Dockerfile.cpu) under testcontainers', () => {
     expect(h.body).toMatchObject({ status: 'ok', model: 'stories260K', transcription: 'whisper-tiny' });
     const r = await openai(started).chat.completions.create({ model: '', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
     expect(r.choices[0].message.content).toEqual(expect.any(String));
+  }, 300_000);
+
+  it('reads video and PDF parts: ffmpeg and poppler are in the image, run by the non-root user', async () => {
+    await started!.stop({ timeout: 10, removeVolumes: false });
+    started = undefined;
+    const vision = syntheticModel('vision-tiny');
+    started = await container(['-m', '/vision/vision-tiny.gguf', '-mmproj', '/models/mmproj-tinygemma3.gguf'], [{ source: vision, target: '/vision/vision-tiny.gguf' }]).start();
+    const chat = (part: Record<string, unknown>) =>
+      openai(started!).chat.completions.create({ model: '', max_tokens: 4, temperature: 0, messages: [{ role: 'user', content: [part as never, { type: 'text', text: 'What is this?' }] }] });
+    // Two seconds: two frames of 256 positions each (the gemma3 projector).
+    const v = await chat({ type: 'video_url', video_url: { url: `data:video/mp4;base64,${video(2).toString('base64')}` } });
+    expect(v.usage!.prompt_tokens).toBeGreaterThan(2 * 256);
+    const p = await chat({ type: 'file', file: { file_data: `data:application/pdf;base64,${pdf(['Words on a page']).toString('base64')}`, filename: 'a.pdf' } });
+    expect(p.usage!.prompt_tokens).toBeGreaterThan(10);
   }, 300_000);
 });

@@ -65,6 +65,11 @@ describe('route by rules: several chat models, -embed an encoder that is not all
     expect(pic.json).toMatchObject({ category: 'image', method: 'attachment', confidence: 1, reason: '1 picture attached', model: 'tiny-vision:latest', vision: true, estimated_tokens: 4 + 4 + 576 });
     const part = await route(srv, { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }], images: 0 });
     expect(part.json).toMatchObject({ category: 'image', method: 'attachment', model: 'tiny-vision:latest' });
+    // A video is read as frames, by a vision model too; a PDF is read as text by any.
+    const clip = await route(srv, { messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } }] }] });
+    expect(clip.json).toMatchObject({ category: 'image', method: 'attachment', model: 'tiny-vision:latest' });
+    const doc = await route(srv, { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0=' } }, { type: 'text', text: 'hello there' }] }] });
+    expect(doc.json.method).not.toBe('attachment');
   });
 
   it('cheap takes the smallest model within one point of the best; local and best agree', async () => {

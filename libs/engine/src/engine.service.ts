@@ -11,8 +11,10 @@ import { LoadedModel } from './models/loaded-model';
 import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { withModelDefaults, withModelSystem } from './models/model-defaults';
-import { renderPrompt, RenderedPrompt } from './prompt/prompt-renderer';
-import { PromptMedia, readVisionPrompt, textTokens } from './media/vision-prompt';
+import { RenderedPrompt } from './prompt/prompt-renderer';
+import { PromptMedia, textTokens } from './media/vision-prompt';
+import { MediaTally } from './media/media-plan';
+import { asText, readPrompt } from './prompt/prompt-reading';
 
 /** The -lexicon word list, when the server loaded one. */
 export const LEXICON = Symbol('LEXICON');
@@ -29,6 +31,8 @@ export interface GenerationHandle {
   cachedPromptTokens(): number;
   /** The context kept for the request (keepContext); it holds the whole turn once `done` arrives. */
   context?: ContextRef;
+  /** Present when the prompt's pictures were thinned: the routes' `X-Svc-Media` and `svc_media`. */
+  media?: MediaTally;
 }
 
 /**
@@ -62,11 +66,10 @@ export class EngineService implements OnApplicationShutdown {
     return lm.held(async () => {
       // The requested name's manifest, not the loaded file's: two names of one file may differ here.
       const req = withModelDefaults(asked, this.models.catalog.defaults(entry));
-      const rendered = renderPrompt(lm.native, req.prompt, requested, lm.vision);
-      if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
-      const { tokens, media } = await readPrompt(lm, rendered, req);
+      const { rendered, tokens, media, tally } = await readPrompt(lm, req.prompt, requested, { priorTokens: req.priorTokens, session: !!req.session, maxTokens: req.maxTokens, signal: req.signal });
       try {
-        return await this.submit(req, lm, modelName, rendered, requested, tokens, media);
+        if (req.prompt.kind === 'chat' && req.prompt.thinkingRequired && !rendered.chat?.supportsThinking) throw new InvalidRequestError(`${modelName} does not support thinking`);
+        return { ...(await this.submit(req, lm, modelName, rendered, requested, tokens, media)), media: tally };
       } catch (err) {
         media?.prompt.dispose();
         throw err;
@@ -167,14 +170,9 @@ export class EngineService implements OnApplicationShutdown {
   /** Tokens of a prompt as the model would read it (template included). */
   async countTokens(model: string, prompt: PromptInput): Promise<{ model: LoadedModel; tokens: number }> {
     const { lm, entry } = await this.models.acquireNamed(model);
-    const rendered = renderPrompt(lm.native, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' }, lm.vision);
-    if (rendered.media?.length && lm.projector) {
-      // Images count the positions they take, as in a generation's usage.
-      const { tokens, media } = await readVisionPrompt(lm.projector, rendered.text, rendered.media);
-      media.prompt.dispose();
-      return { model: lm, tokens: tokens.length };
-    }
-    const tokens = await lm.native.tokenize(rendered.text, true, true);
+    // Images count the positions they take, PDFs their text, as in a generation's usage.
+    const { tokens, media } = await readPrompt(lm, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' }, {});
+    media?.prompt.dispose();
     return { model: lm, tokens: tokens.length };
   }
 
@@ -266,49 +264,4 @@ export function samplerOptions(s: SamplingParams, c: OutputConstraint): NativeSa
   else if (c.kind === 'lexicon') throw new InvalidRequestError('svc_lexicon reached the sampler unresolved');
   for (const k of Object.keys(o) as Array<keyof NativeSamplerOptions>) if (o[k] === undefined) delete o[k];
   return o;
-}
-
-/**
- * The prompt's tokens: text alone, or around its images when the model has a projector (their
- * positions hold placeholders; see vision-prompt). Images have no place on a named context: a
- * context is matched by its tokens, which cannot tell two pictures apart.
- */
-async function readPrompt(lm: LoadedModel, rendered: RenderedPrompt, req: GenerationRequest): Promise<{ tokens: Int32Array; media?: PromptMedia }> {
-  if (!rendered.media?.length || !lm.projector) return { tokens: await promptTokens(lm, rendered.text, req.priorTokens) };
-  if (req.session) throw new InvalidRequestError('svc_session contexts hold text only: send images without svc_session');
-  return readVisionPrompt(lm.projector, priorText(lm, req.priorTokens) + rendered.text, rendered.media, req.signal);
-}
-
-/** Short prompts are tokenized on the spot (microseconds); long ones on the engine's thread, off the event loop. */
-const SYNC_TOKENIZE_CHARS = 8192;
-function tokenizePrompt(lm: LoadedModel, text: string): Promise<Int32Array> | Int32Array {
-  return text.length <= SYNC_TOKENIZE_CHARS ? lm.native.tokenizeSync(text, true, true) : lm.native.tokenize(text, true, true);
-}
-
-/**
- * The prompt's tokens, after `prior` ones when given: read back as text in front of the prompt and
- * tokenized whole, as the local runner does, so a word split across the seam reads as one.
- */
-async function promptTokens(lm: LoadedModel, text: string, prior: number[] | undefined): Promise<Int32Array> {
-  if (!prior?.length) return tokenizePrompt(lm, text);
-  return tokenizePrompt(lm, priorText(lm, prior) + text);
-}
-
-/** Earlier tokens (the local runner's `context`) as text to read before the prompt; '' for none. */
-function priorText(lm: LoadedModel, prior: number[] | undefined): string {
-  if (!prior?.length) return '';
-  const nVocab = lm.native.info.nVocab;
-  const bad = prior.find((t) => !Number.isInteger(t) || t < 0 || t >= nVocab);
-  if (bad !== undefined) throw new InvalidRequestError(`context holds ${bad}, which is no token of ${lm.name} (0 to ${nVocab - 1})`);
-  return asText(lm, Int32Array.from(prior));
-}
-
-/**
- * Tokens as text that tokenizes back to them: template markers written out (they parse back), a
- * leading BOS left for the tokenizer to add again; without it in front the first word kept the
- * space the tokenizer puts before it, and each round trip added one.
- */
-function asText(lm: LoadedModel, tokens: Int32Array): string {
-  const bos = lm.native.info.bos;
-  return lm.native.detokenize(bos >= 0 && tokens[0] === bos ? tokens.subarray(1) : tokens, true);
 }

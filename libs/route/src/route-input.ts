@@ -14,8 +14,8 @@ export interface RouteInput {
   pictures: number;
 }
 
-/** Content parts that carry a picture, in the dialects svc answers (chat-completions, responses, messages). */
-const PICTURE_PARTS = new Set(['image_url', 'input_image', 'image']);
+/** Content parts that a model reads through a vision projector (a video as its frames), in the dialects svc answers. */
+const PICTURE_PARTS = new Set(['image_url', 'input_image', 'image', 'video_url', 'video']);
 
 /** The request's text and pictures; 400 for neither or both of messages and text, and for what cannot be read. */
 export function routeInput(dto: RouteRequestDto): RouteInput {
@@ -57,7 +57,7 @@ function messageParts(m: Record<string, unknown>, i: number): { text: string; pi
     const part = p as { type?: unknown; text?: unknown };
     if (typeof part.text === 'string' && (part.type === 'text' || part.type === 'input_text')) texts.push(part.text);
     else if (typeof part.type === 'string' && PICTURE_PARTS.has(part.type)) pictures++;
-    // Other parts (audio, video, files) are neither text nor a picture: they do not steer the route.
+    // Other parts (audio; files, read by any model as their text) do not steer the route.
   });
   return { text: texts.join('\n'), pictures };
 }

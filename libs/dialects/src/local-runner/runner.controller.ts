@@ -8,6 +8,7 @@ import { isEncoderEntry } from '../../../store/src/catalog';
 import { GenerationRequest, RequestScope } from '../../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
+import { setMediaHeader } from '../shared/media-header';
 import { chatToCore, generateToCore } from './mapping/runner-request.mapper';
 import { ChatRequestDto, GenerateRequestDto } from './protocol/local-runner.dto';
 import { ns, RunnerAnswerKind, RunnerRenderer } from './rendering/runner-renderer';
@@ -42,6 +43,7 @@ export class RunnerController {
     await this.engine.models.acquire(req.model, { keepAlive: dto.keep_alive });
     const handle = await this.engine.generate(req);
     const lm = handle.model;
+    setMediaHeader(reply, handle.media);
     const loadNs = loadWaitNs(lm, startedWall);
     // /api/generate answers a `context` (not for raw), as the local runner.
     const contextOf = kind === 'generate' && !(dto as GenerateRequestDto).raw ? handle.tokensWith : undefined;

@@ -4,6 +4,7 @@ import { EngineService } from '../../../engine/src/engine.service';
 import { RequestScope } from '../../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
+import { setMediaHeader } from '../shared/media-header';
 import { messagesPromptToCore, messagesRequestToCore } from './mapping/messages-request.mapper';
 import { MessagesRequestDto } from './protocol/messages.dto';
 import { MessagesRenderer } from './rendering/messages-renderer';
@@ -22,6 +23,7 @@ export class MessagesController {
   async create(@Body() dto: MessagesRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
     const req = messagesRequestToCore(dto, scope);
     const handle = await this.engine.generate(req);
+    setMediaHeader(reply, handle.media);
     const r = new MessagesRenderer(handle.modelName, handle.promptTokens, req.stop, handle.cachedPromptTokens);
     if (dto.stream) await r.stream(handle.events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await r.complete(handle.events));

@@ -3,6 +3,7 @@ import { FastifyReply } from 'fastify';
 import { RequestScope } from '../../../engine/src/core/generation-request';
 import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
+import { setMediaHeader } from '../shared/media-header';
 import { OpenAIService } from './openai.service';
 import { ChatCompletionRequestDto } from './protocol/chat-completion.dto';
 import { CompletionRequestDto } from './protocol/completion.dto';
@@ -15,7 +16,8 @@ export class OpenAIController {
   @Post('chat/completions')
   @HttpCode(200)
   async chat(@Body() dto: ChatCompletionRequestDto, @ScopeOfRequest() scope: RequestScope, @Res() reply: FastifyReply): Promise<void> {
-    const { events, renderer } = await this.openai.startChat(dto, scope);
+    const { events, renderer, media } = await this.openai.startChat(dto, scope);
+    setMediaHeader(reply, media);
     if (dto.stream) await renderer.stream(events, new StreamWriter(reply, 'text/event-stream'));
     else await reply.send(await renderer.complete(events));
   }

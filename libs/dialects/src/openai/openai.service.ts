@@ -4,6 +4,7 @@ import { GenerationEvent } from '../../../engine/src/core/generation-events';
 import { RequestScope } from '../../../engine/src/core/generation-request';
 import { EmbeddingService } from '../../../engine/src/embeddings/embedding.service';
 import { EngineService } from '../../../engine/src/engine.service';
+import { MediaTally } from '../../../engine/src/media/media-plan';
 import { ModelCatalog } from '../../../store/src/catalog';
 import { embeddingInputs } from '../shared/embedding-input';
 import { chatRequestToCore, completionRequestToCore } from './mapping/chat-request.mapper';
@@ -19,6 +20,8 @@ import { modelEntry } from './rendering/model-entry';
 export interface StartedGeneration<R> {
   events: AsyncIterable<GenerationEvent>;
   renderer: R;
+  /** Present when the prompt's pictures were thinned. */
+  media?: MediaTally;
 }
 
 /**
@@ -35,7 +38,7 @@ export class OpenAIService {
 
   async startChat(dto: ChatCompletionRequestDto, scope: RequestScope): Promise<StartedGeneration<ChatRenderer>> {
     const handle = await this.engine.generate(chatRequestToCore(dto, scope));
-    return { events: handle.events, renderer: new ChatRenderer(handle.modelName) };
+    return { events: handle.events, renderer: new ChatRenderer(handle.modelName, handle.media), media: handle.media };
   }
 
   async startCompletion(dto: CompletionRequestDto, scope: RequestScope): Promise<StartedGeneration<CompletionRenderer>> {

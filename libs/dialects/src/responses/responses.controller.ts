@@ -3,6 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientSignal } from '../../../http/src/request-scope.decorator';
 import { requestIdentity } from '../../../http/src/identity';
 import { StreamWriter } from '../../../http/src/sse';
+import { setMediaHeader } from '../shared/media-header';
 import { ResponsesRequestDto } from './protocol/responses.dto';
 import { ResponsesRenderer } from './rendering/responses-renderer';
 import { PageQuery } from './rendering/input-items';
@@ -17,6 +18,7 @@ export class ResponsesController {
   @HttpCode(200)
   async create(@Body() dto: ResponsesRequestDto, @Req() req: FastifyRequest, @ClientSignal() signal: AbortSignal, @Res() reply: FastifyReply): Promise<void> {
     const turn = await this.responses.begin(dto, requestIdentity(req), signal);
+    setMediaHeader(reply, turn.media);
     const r = new ResponsesRenderer(turn.base, turn.finish);
     try {
       if (dto.stream) await r.stream(turn.events, new StreamWriter(reply, 'text/event-stream'));

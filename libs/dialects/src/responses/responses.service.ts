@@ -3,6 +3,7 @@ import { EngineError, InvalidRequestError } from '../../../engine/src/core/error
 import { CoreMessage } from '../../../engine/src/core/generation-request';
 import { GenerationEvent } from '../../../engine/src/core/generation-events';
 import { EngineService, GenerationHandle } from '../../../engine/src/engine.service';
+import { MediaTally } from '../../../engine/src/media/media-plan';
 import { ownerKey, RequestIdentity } from '../../../http/src/identity';
 import { newId, nowSeconds } from '../shared/collect';
 import { KeyedLock } from './keyed-lock';
@@ -26,6 +27,8 @@ export interface Turn {
   finish(final: WireResponse): Promise<void>;
   /** The turn ended without an answer (client gone, failure): its context is dropped. No-op after finish. */
   abandon(): Promise<void>;
+  /** Present when the prompt's pictures were thinned. */
+  media?: MediaTally;
 }
 
 /**
@@ -54,6 +57,7 @@ export class ResponsesService {
     return {
       base,
       events: handle.events,
+      media: handle.media,
       finish: async (final) => {
         settled = true;
         const conversation = [...(prev?.conversation ?? []), ...input, assistantTurn(final)];

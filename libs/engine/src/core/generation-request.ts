@@ -16,7 +16,7 @@ export interface CoreMessage {
 export type CoreContentPart =
   | { type: 'text'; text: string }
   /** An image, PDF, video or audio part; its bytes or URL as the dialect gave them. */
-  | { type: 'media'; kind: 'image' | 'file' | 'video' | 'audio'; url?: string; data?: string; mime?: string };
+  | { type: 'media'; kind: 'image' | 'file' | 'video' | 'audio'; url?: string; data?: string; mime?: string; /** A file's name, as the caller gave it. */ name?: string };
 
 export interface CoreToolCall {
   id: string;

@@ -19,18 +19,22 @@ export interface MediaFetchOptions {
  * The bytes of one image part, from whichever form a dialect gave: base64 data, a data: URL,
  * or an http(s) URL fetched with a time limit and a size cap. Bad input is a 400 naming the image.
  */
-export async function imageBytes(part: CoreMediaPart, n: number, opts: MediaFetchOptions = {}): Promise<Buffer> {
+export function imageBytes(part: CoreMediaPart, n: number, opts: MediaFetchOptions = {}): Promise<Buffer> {
+  return partBytes(part, `image ${n}`, opts);
+}
+
+/** The bytes of any media part (image, video, PDF); `what` names it in a refusal ("video 2"). */
+export async function partBytes(part: CoreMediaPart, what: string, opts: MediaFetchOptions = {}): Promise<Buffer> {
   const maxBytes = opts.maxBytes ?? MAX_IMAGE_BYTES;
-  const what = `image ${n}`;
   const url = part.url;
-  if (url !== undefined && /^https?:\/\//i.test(url)) return fetchImage(url, what, maxBytes, opts);
+  if (url !== undefined && /^https?:\/\//i.test(url)) return fetchBytes(url, what, maxBytes, opts);
   let data = part.data;
   if (data === undefined && url !== undefined) {
     const m = /^data:([^;,]*)(;base64)?,(.*)$/s.exec(url);
     if (!m || !m[2]) throw new InvalidRequestError(`${what}: the URL must be http(s) or a base64 data: URL`);
     data = m[3];
   }
-  if (data === undefined) throw new InvalidRequestError(`${what}: no image data or URL`);
+  if (data === undefined) throw new InvalidRequestError(`${what}: no data or URL`);
   // A data URL pasted whole into a base64 field (the local runner's images) is taken too.
   const inline = /^data:[^;,]*;base64,(.*)$/s.exec(data);
   if (inline) data = inline[1];
@@ -40,24 +44,35 @@ export async function imageBytes(part: CoreMediaPart, n: number, opts: MediaFetc
   return Buffer.from(compact, 'base64');
 }
 
-async function fetchImage(url: string, what: string, maxBytes: number, opts: MediaFetchOptions): Promise<Buffer> {
+/**
+ * Every way a URL can fail to answer reads the same: "refused" against "answered 404" told a
+ * caller which internal hosts and ports are there. A timeout is the one said apart, since the
+ * caller's fix (a faster host) differs.
+ */
+async function fetchBytes(url: string, what: string, maxBytes: number, opts: MediaFetchOptions): Promise<Buffer> {
   const timeoutMs = opts.timeoutMs ?? IMAGE_FETCH_TIMEOUT_MS;
   const signals = [AbortSignal.timeout(timeoutMs), ...(opts.signal ? [opts.signal] : [])];
   const signal = AbortSignal.any(signals);
+  const unfetchable = (err?: unknown): InvalidRequestError => {
+    const e = err as Error | undefined;
+    if (e?.name === 'TimeoutError') return new InvalidRequestError(`${what}: ${url} did not answer whole within ${timeoutMs} ms`);
+    if (e?.name === 'AbortError') return new InvalidRequestError(`${what}: the request was cancelled`);
+    return new InvalidRequestError(`${what}: ${url} could not be fetched`);
+  };
   let res: Response;
   try {
     res = await fetch(url, { signal, redirect: 'follow' });
   } catch (err) {
-    throw new InvalidRequestError(`${what}: cannot fetch ${url} (${fetchProblem(err, timeoutMs)})`);
+    throw unfetchable(err);
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw new InvalidRequestError(`${what}: ${url} answered ${res.status}`);
+    throw unfetchable();
   }
   const declared = Number(res.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await res.body?.cancel().catch(() => undefined);
-    throw new InvalidRequestError(`${what}: ${url} is ${declared} bytes; images are taken up to ${maxBytes}`);
+    throw new InvalidRequestError(`${what}: ${url} is ${declared} bytes; it is taken up to ${maxBytes}`);
   }
   // Read with the cap: a server that sends no length (or lies about it) is cut off at the cap.
   const chunks: Buffer[] = [];
@@ -73,20 +88,12 @@ async function fetchImage(url: string, what: string, maxBytes: number, opts: Med
     }
   } catch (err) {
     if (err instanceof InvalidRequestError) throw err;
-    throw new InvalidRequestError(`${what}: reading ${url} failed (${fetchProblem(err, timeoutMs)})`);
+    throw unfetchable(err);
   }
   return Buffer.concat(chunks);
 }
 
-function fetchProblem(err: unknown, timeoutMs: number): string {
-  const e = err as Error & { cause?: Error };
-  if (e.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`;
-  if (e.name === 'AbortError') return 'the request was cancelled';
-  return e.cause?.message ?? e.message;
-}
-
-/** Images one request may carry, and their bytes together: 60 URLs of 19 MB each took the server to 3 GB. */
-export const MAX_IMAGES = 16;
+/** Bytes of the images one request reads, together: 60 URLs of 19 MB each took the server to 3 GB (their count: media-thinning). */
 export const MAX_IMAGE_BYTES_TOTAL = 64 * 1024 * 1024;
 /** Pixels an image may decode to (4096 x 4096): a 420 KB PNG of 12000 x 12000 decoded to 432 MB. */
 export const MAX_IMAGE_PIXELS = 4096 * 4096;

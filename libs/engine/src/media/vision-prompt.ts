@@ -1,6 +1,7 @@
 import { InvalidRequestError } from '../core/errors';
 import { NativeMediaPrompt, NativeProjector } from '../backend/native-addon';
-import { checkImagePixels, CoreMediaPart, imageBytes, MAX_IMAGE_BYTES, MAX_IMAGE_BYTES_TOTAL, MAX_IMAGES } from './media-bytes';
+import { checkImagePixels, CoreMediaPart, imageBytes, MAX_IMAGE_BYTES, MAX_IMAGE_BYTES_TOTAL } from './media-bytes';
+import { MadePicture } from './media-plan';
 
 /**
  * The token id written at an image's positions in a prompt's token list (llama-server's
@@ -58,17 +59,32 @@ export function textTokens(tokens: Int32Array): Int32Array {
   return tokens.includes(IMAGE_POSITION) ? tokens.filter((t) => t !== IMAGE_POSITION) : tokens;
 }
 
-/** The images' bytes (fetched or decoded from base64), then the prompt tokenized around them. */
-export async function readVisionPrompt(projector: NativeProjector, text: string, parts: CoreMediaPart[], signal?: AbortSignal): Promise<{ tokens: Int32Array; media: PromptMedia }> {
-  if (parts.length > MAX_IMAGES) throw new InvalidRequestError(`the request holds ${parts.length} images; at most ${MAX_IMAGES} are read at once`);
+/**
+ * The images' bytes (fetched, decoded from base64, or made by the server: video frames, PDF
+ * pages), then the prompt tokenized around them. The caller's images are numbered among
+ * themselves in a refusal ("image 2"); the server's by what they came from ("video 1 frame 3").
+ */
+export async function readVisionPrompt(projector: NativeProjector, text: string, parts: CoreMediaPart[], opts: { signal?: AbortSignal; made?: WeakMap<CoreMediaPart, MadePicture> } = {}): Promise<{ tokens: Int32Array; media: PromptMedia }> {
   // One at a time, within what the request may still take: all at once held every body together.
   const images: Buffer[] = [];
   let left = MAX_IMAGE_BYTES_TOTAL;
-  for (const [i, p] of parts.entries()) {
-    const b = await imageBytes(p, i + 1, { signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) });
-    checkImagePixels(b, i + 1);
+  let n = 0;
+  for (const p of parts) {
+    const made = opts.made?.get(p);
+    if (made) {
+      images.push(made.bytes);
+      continue;
+    }
+    n++;
+    // Read once: a prompt thinned to fit its context is tokenized again with the same parts.
+    const b = fetched.get(p) ?? (await imageBytes(p, n, { signal: opts.signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) }));
+    checkImagePixels(b, n);
+    fetched.set(p, b);
     left -= b.length;
     images.push(b);
   }
   return visionPrompt(projector, text, images);
 }
+
+/** Bytes of the caller's image parts already read, for a second tokenizing of the same prompt. */
+const fetched = new WeakMap<CoreMediaPart, Buffer>();

@@ -2,12 +2,8 @@ import { InvalidRequestError } from '../core/errors';
 import { CoreMessage } from '../core/generation-request';
 import { CoreMediaPart } from '../media/media-bytes';
 
-/** What a projector-equipped model still cannot read, and why (said as a 400). */
-const UNREAD: Record<Exclude<CoreMediaPart['kind'], 'image'>, string> = {
-  file: 'file (PDF) parts are not read yet: send the pages as images, or the text',
-  video: 'video parts are not read yet: send frames as images',
-  audio: 'audio parts are not read by this model: its projector reads images only',
-};
+/** What a projector-equipped model cannot read (PDFs and videos became text and frames before: media-plan). */
+const UNREAD = 'audio parts are not read by this model: its projector reads images only';
 
 /**
  * Each image part becomes a text part holding the projector's marker, where the image sits (as
@@ -31,7 +27,7 @@ export function withMediaMarkers(messages: CoreMessage[], marker: string): { mes
         if (p.text.includes(marker)) throw markerInText(marker, i);
         return p;
       }
-      if (p.kind !== 'image') throw new InvalidRequestError(UNREAD[p.kind]);
+      if (p.kind !== 'image') throw new InvalidRequestError(UNREAD);
       media.push(p);
       return { type: 'text' as const, text: marker };
     });

@@ -171,8 +171,9 @@ function mediaPart(b: MessagesBlock | null, at: string): CoreContentPart {
   }
   const kind = b.type === 'image' ? 'image' : 'file';
   const mime = typeof src.media_type === 'string' ? src.media_type : undefined;
-  if (src.type === 'base64') return { type: 'media', kind, data: str(src.data, `${at}.source.data`), mime };
-  if (src.type === 'url') return { type: 'media', kind, url: str(src.url, `${at}.source.url`), mime };
+  const named = typeof b.title === 'string' && b.title ? { name: b.title } : {};
+  if (src.type === 'base64') return { type: 'media', kind, data: str(src.data, `${at}.source.data`), mime, ...named };
+  if (src.type === 'url') return { type: 'media', kind, url: str(src.url, `${at}.source.url`), mime, ...named };
   throw new InvalidRequestError(`cannot parse request: ${at}.source.type must be base64 or url${b.type === 'document' ? ', text or content' : ''}`);
 }
 

@@ -55,8 +55,8 @@ function urlOf(v: unknown, kind: 'image' | 'video', field: string, bad: (why: st
   return { data: data[2], mime: data[1] };
 }
 
-function fileOf(v: unknown, bad: (why: string) => never): { data: string; mime: string } {
-  const f = v as { file_data?: unknown; file_id?: unknown } | undefined;
+function fileOf(v: unknown, bad: (why: string) => never): { data: string; mime: string; name?: string } {
+  const f = v as { file_data?: unknown; file_id?: unknown; filename?: unknown } | undefined;
   if (!f || typeof f !== 'object') return bad('.file must be an object with file_data');
   if (f.file_data === undefined && typeof f.file_id === 'string') return bad('.file.file_id is not supported (this server stores no files); send file_data');
   if (typeof f.file_data !== 'string' || f.file_data.length === 0) return bad('.file.file_data must be a string');
@@ -64,7 +64,7 @@ function fileOf(v: unknown, bad: (why: string) => never): { data: string; mime: 
   const [mime, data] = m ? [m[1], m[2]] : ['application/pdf', f.file_data];
   if (mime !== 'application/pdf') return bad(`.file.file_data is ${mime}; file parts take a PDF (application/pdf)`);
   if (!isBase64(data)) return bad('.file.file_data is not base64');
-  return { data, mime };
+  return { data, mime, ...(typeof f.filename === 'string' && f.filename ? { name: f.filename } : {}) };
 }
 
 function isBase64(s: string): boolean {

@@ -1,4 +1,5 @@
 import { GenerationEvent, TokenLogprob, ToolCallEvent } from '../../../../engine/src/core/generation-events';
+import { MediaTally } from '../../../../engine/src/media/media-plan';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, newId, nowSeconds } from '../../shared/collect';
 import { primed } from '../../shared/primed';
@@ -10,7 +11,11 @@ export class ChatRenderer {
   private readonly id = newId('chatcmpl-');
   private readonly created = nowSeconds();
 
-  constructor(private readonly model: string) {}
+  constructor(
+    private readonly model: string,
+    /** The spec's svc_media: in the whole answer's body when the prompt's pictures were thinned. */
+    private readonly media?: MediaTally,
+  ) {}
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<unknown> {
     const c = await collect(events);
@@ -37,6 +42,7 @@ export class ChatRenderer {
         },
       ],
       usage: wireUsage(c.done.usage),
+      ...(this.media ? { svc_media: this.media } : {}),
     };
   }
 

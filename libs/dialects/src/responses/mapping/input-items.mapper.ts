@@ -87,7 +87,8 @@ function partToCore(p: Record<string, unknown>, at: string): CoreContentPart {
       const data = typeof p.file_data === 'string' ? p.file_data : undefined;
       const url = typeof p.file_url === 'string' ? p.file_url : undefined;
       if (!data && !url) throw new InvalidRequestError(`cannot parse request: ${at} needs file_data or file_url (file ids are not stored here)`);
-      return { type: 'media', kind: 'file', data, url };
+      const name = typeof p.filename === 'string' && p.filename ? p.filename : undefined;
+      return { type: 'media', kind: 'file', data, url, ...(name ? { name } : {}) };
     }
     default:
       throw new InvalidRequestError(`cannot parse request: ${at}.type must be one of input_text, output_text, refusal, input_image, input_file`);

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { InvalidRequestError } from '../core/errors';
+
+/**
+ * Video and PDF parts are read by programs outside the server (ffmpeg, poppler's pdftotext and
+ * pdftoppm): a decoder fed untrusted bytes runs in its own process, with a time limit and an
+ * output cap, and a crash there is one request's 400, never the server's. The Docker images and
+ * scripts/install-system-deps.sh install them; a machine without them answers such parts 400.
+ */
+export const MEDIA_TOOL_TIMEOUT_MS = 60_000;
+
+/** Which Debian package holds each tool (named in the 400 when one is missing). */
+const PACKAGE: Record<string, string> = { ffmpeg: 'ffmpeg', ffprobe: 'ffmpeg', pdftotext: 'poppler-utils', pdftoppm: 'poppler-utils' };
+
+export interface ToolRun {
+  args: string[];
+  /** Bytes written to the tool's standard input (then closed). */
+  input?: Buffer;
+  /** Standard output past this many bytes ends the run as a refusal. */
+  maxOutput: number;
+  /** What the request calls the part ("video 1"), for its error messages. */
+  what: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** Runs `tool` to completion and returns its standard output; any failure is a 400 naming the part. */
+export function runMediaTool(tool: string, run: ToolRun): Promise<Buffer> {
+  const timeoutMs = run.timeoutMs ?? MEDIA_TOOL_TIMEOUT_MS;
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool, run.args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let err = '';
+    let failure: Error | undefined;
+    const stop = (e: Error): void => {
+      failure ??= e;
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(() => stop(new InvalidRequestError(`${run.what}: ${tool} did not finish within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = (): void => stop(new InvalidRequestError(`${run.what}: the request was cancelled`));
+    run.signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', (c: Buffer) => {
+      outBytes += c.length;
+      if (outBytes > run.maxOutput) stop(new InvalidRequestError(`${run.what}: ${tool} wrote more than ${run.maxOutput} bytes`));
+      else out.push(c);
+    });
+    // The last lines say why a decode failed; the rest is not kept.
+    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-2000)));
+    // A tool that exits before reading all of its input closes the pipe under us: its exit code says why.
+    child.stdin.on('error', () => undefined);
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      failure ??= e.code === 'ENOENT' ? new InvalidRequestError(`${run.what} cannot be read here: ${tool} is not installed (Debian package ${PACKAGE[tool] ?? tool})`) : e;
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      run.signal?.removeEventListener('abort', onAbort);
+      if (failure) return reject(failure instanceof InvalidRequestError ? failure : new InvalidRequestError(`${run.what}: ${tool} failed (${failure.message})`));
+      if (code !== 0) return reject(new InvalidRequestError(`${run.what} cannot be decoded: ${lastLine(err) || `${tool} exited with ${code}`}`));
+      resolve(Buffer.concat(out));
+    });
+    child.stdin.end(run.input);
+  });
+}
+
+function lastLine(s: string): string {
+  const lines = s.split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines[lines.length - 1] ?? '';
+}

@@ -1,0 +1,92 @@
+import { CoreContentPart, CoreMessage } from '../../libs/engine/src/core/generation-request';
+import { planMedia } from '../../libs/engine/src/media/media-plan';
+import { evenly, keptPictures, LOOSE, PictureSlot } from '../../libs/engine/src/media/media-thinning';
+import { splitPngs, videoFrames } from '../../libs/engine/src/media/video-frames';
+import { mediaHeaderValue } from '../../libs/dialects/src/shared/media-header';
+import { png } from '../e2e/helpers/images';
+import { pdf, video } from '../e2e/helpers/media';
+
+const loose = (n: number): PictureSlot[] => Array.from({ length: n }, (_, index) => ({ group: LOOSE, index }));
+const frames = (group: string, n: number): PictureSlot[] => Array.from({ length: n }, (_, index) => ({ group, index }));
+const sorted = (s: Set<number>) => [...s].sort((a, b) => a - b);
+
+describe('keptPictures', () => {
+  it('keeps the latest 16 loose images, whatever the total allows', () => {
+    expect(sorted(keptPictures(loose(20), 32))).toEqual([...Array(16).keys()].map((i) => i + 4));
+  });
+
+  it('a video keeps frames spread over its length', () => {
+    expect(sorted(keptPictures(frames('video 1', 16), 4))).toEqual([2, 6, 10, 14]);
+    expect(evenly(5, 5)).toEqual([0, 1, 2, 3, 4]);
+    expect(evenly(30, 1)).toEqual([15]);
+  });
+
+  it('the largest group gives one up at a time: neither a video nor many images crowd the other out', () => {
+    const slots = [...loose(10), ...frames('video 1', 16)];
+    const kept = sorted(keptPictures(slots, 20));
+    expect(kept.filter((i) => i < 10)).toHaveLength(10);
+    expect(kept.filter((i) => i >= 10)).toHaveLength(10);
+    const tight = sorted(keptPictures(slots, 6));
+    expect(tight.filter((i) => i < 10)).toEqual([7, 8, 9]);
+    expect(tight.filter((i) => i >= 10)).toHaveLength(3);
+    expect(keptPictures(slots, 0).size).toBe(0);
+  });
+});
+
+describe('planMedia', () => {
+  const img = (): CoreContentPart => ({ type: 'media', kind: 'image', data: png(2, 2, () => [1, 2, 3]).toString('base64') });
+  const textOf = (m: CoreMessage) => (m.content as CoreContentPart[]).map((p) => (p.type === 'text' ? p.text : `<${p.kind}>`)).join('|');
+
+  it('17 images: the first is left out with a note, and the tally says 16 of 17', async () => {
+    const plan = await planMedia([{ role: 'user', content: [...Array.from({ length: 17 }, img), { type: 'text', text: 'q' }] }], { vision: true });
+    const sel = plan.select(32);
+    expect(sel.kept).toBe(16);
+    expect(sel.tally).toEqual({ images: { received: 17, kept: 16 } });
+    expect(textOf(sel.messages[0])).toBe(['[image left out]', ...Array(16).fill('<image>'), 'q'].join('|'));
+    expect(plan.select(32 + 100).tally).toEqual(sel.tally);
+    const few = await planMedia([{ role: 'user', content: [img(), { type: 'text', text: 'q' }] }], { vision: true });
+    expect(few.select(32).tally).toBeUndefined();
+  });
+
+  it('a PDF becomes its pages as text; a page without text is an image for a projector, a note without one', async () => {
+    const file: CoreContentPart = { type: 'media', kind: 'file', data: pdf(['Alpha words', null]).toString('base64'), name: 'a.pdf' };
+    const messages: CoreMessage[] = [{ role: 'system', content: 'be brief' }, { role: 'user', content: [file, { type: 'text', text: 'q' }] }];
+    const text = (await planMedia(messages, { vision: false })).select(32);
+    expect(text.messages[0]).toBe(messages[0]);
+    expect(textOf(text.messages[1])).toBe('[PDF a.pdf, 2 pages]|\n[page 1]\nAlpha words|\n[page 2]\n(no text on this page)|q');
+    const vision = await planMedia(messages, { vision: true });
+    const sel = vision.select(32);
+    expect(textOf(sel.messages[1])).toBe('[PDF a.pdf, 2 pages]|\n[page 1]\nAlpha words|\n[page 2]\n|<image>|q');
+    const page = (sel.messages[1].content as CoreContentPart[])[3];
+    expect(vision.made.get(page as never)?.label).toBe('file 1 page 2');
+    expect(vision.made.get(page as never)?.bytes.subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('a video on a model without a projector is left for the renderer to refuse', async () => {
+    const part: CoreContentPart = { type: 'media', kind: 'video', data: 'AAAA' };
+    const plan = await planMedia([{ role: 'user', content: [part] }], { vision: false });
+    expect(plan.select(32).messages[0].content).toEqual([part]);
+  });
+});
+
+describe('videoFrames', () => {
+  it('one frame a second, at most 16 spread over a longer video', async () => {
+    const short = await videoFrames(video(3), 'video 1');
+    expect([short.frames.length, short.nominal]).toEqual([3, 3]);
+    const long = await videoFrames(video(40, { size: '32x24' }), 'video 1');
+    expect([long.frames.length, long.nominal]).toEqual([16, 40]);
+    expect(long.frames.every((f) => f.subarray(1, 4).toString() === 'PNG')).toBe(true);
+  });
+
+  it('splitPngs splits PNGs written back to back, and drops a cut-off tail', () => {
+    const a = png(2, 2, () => [0, 0, 0]);
+    const b = png(3, 1, () => [9, 9, 9]);
+    expect(splitPngs(Buffer.concat([a, b]))).toEqual([a, b]);
+    expect(splitPngs(Buffer.concat([a, b.subarray(0, 20)]))).toEqual([a]);
+  });
+});
+
+it('X-Svc-Media names what was thinned, kept over received', () => {
+  expect(mediaHeaderValue({ images: { received: 20, kept: 15 } })).toBe('images=15/20');
+  expect(mediaHeaderValue({ images: { received: 3, kept: 2 }, video_frames: { received: 30, kept: 12 } })).toBe('images=2/3; video_frames=12/30');
+});
