@@ -2,6 +2,7 @@ import { CoreContentPart, CoreMessage } from '../../libs/engine/src/core/generat
 import { planMedia } from '../../libs/engine/src/media/media-plan';
 import { evenly, keptPictures, LOOSE, PictureSlot } from '../../libs/engine/src/media/media-thinning';
 import { splitPngs, videoFrames } from '../../libs/engine/src/media/video-frames';
+import { MAX_RUNNING_TOOLS, runMediaTool } from '../../libs/engine/src/media/media-tools';
 import { mediaHeaderValue } from '../../libs/dialects/src/shared/media-header';
 import { png } from '../e2e/helpers/images';
 import { pdf, video } from '../e2e/helpers/media';
@@ -89,4 +90,30 @@ describe('videoFrames', () => {
 it('X-Svc-Media names what was thinned, kept over received', () => {
   expect(mediaHeaderValue({ images: { received: 20, kept: 15 } })).toBe('images=15/20');
   expect(mediaHeaderValue({ images: { received: 3, kept: 2 }, video_frames: { received: 30, kept: 12 } })).toBe('images=2/3; video_frames=12/30');
+});
+
+describe('runMediaTool', () => {
+  const sleep = (s: number, signal?: AbortSignal) => runMediaTool('sh', { args: ['-c', `sleep ${s}; echo done`], maxOutput: 100, what: 'video 1', signal });
+
+  it('runs at most MAX_RUNNING_TOOLS at once; one whose request is gone while waiting leaves the queue', async () => {
+    const t0 = Date.now();
+    const busy = Array.from({ length: MAX_RUNNING_TOOLS }, () => sleep(0.6));
+    const gone = new AbortController();
+    const waiting = sleep(0, gone.signal);
+    const next = sleep(0);
+    gone.abort();
+    await expect(waiting).rejects.toThrow('video 1: the request was cancelled');
+    expect(Date.now() - t0).toBeLessThan(400);
+    expect((await next).toString()).toBe('done\n');
+    // It ran only once a place was free.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(550);
+    await Promise.all(busy);
+  });
+
+  it('a program that fails, writes too much or is missing is a 400 naming the part', async () => {
+    await expect(runMediaTool('sh', { args: ['-c', 'echo "bad header" >&2; exit 3'], maxOutput: 100, what: 'file 2' })).rejects.toThrow('file 2 cannot be decoded: bad header');
+    await expect(runMediaTool('sh', { args: ['-c', 'head -c 5000 /dev/zero'], maxOutput: 100, what: 'file 2' })).rejects.toThrow('file 2: sh wrote more than 100 bytes');
+    await expect(runMediaTool('svc-no-such-tool', { args: [], maxOutput: 100, what: 'video 3' })).rejects.toThrow('video 3 cannot be read here: svc-no-such-tool is not installed');
+    await expect(runMediaTool('sh', { args: ['-c', 'sleep 5'], maxOutput: 100, what: 'video 1', timeoutMs: 200 })).rejects.toThrow('video 1: sh did not finish within 200 ms');
+  });
 });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { InvalidRequestError } from '../core/errors';
 
 /**
@@ -24,8 +25,49 @@ export interface ToolRun {
   timeoutMs?: number;
 }
 
+/**
+ * Decoders running at once. ffmpeg decodes on every core: a burst of video requests would take
+ * the CPU from the engine's threads, so the rest wait their turn (their time limit starts when they run).
+ */
+export const MAX_RUNNING_TOOLS = Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2)));
+let running = 0;
+const waiting: Array<() => void> = [];
+
 /** Runs `tool` to completion and returns its standard output; any failure is a 400 naming the part. */
-export function runMediaTool(tool: string, run: ToolRun): Promise<Buffer> {
+export async function runMediaTool(tool: string, run: ToolRun): Promise<Buffer> {
+  await turn(run);
+  try {
+    return await spawnTool(tool, run);
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+/** Waits for a free place among MAX_RUNNING_TOOLS and takes it; a request gone while waiting leaves the queue. */
+function turn(run: ToolRun): Promise<void> {
+  if (run.signal?.aborted) return Promise.reject(new InvalidRequestError(`${run.what}: the request was cancelled`));
+  if (running < MAX_RUNNING_TOOLS) {
+    running++;
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const go = (): void => {
+      run.signal?.removeEventListener('abort', gone);
+      running++;
+      resolve();
+    };
+    const gone = (): void => {
+      const i = waiting.indexOf(go);
+      if (i >= 0) waiting.splice(i, 1);
+      reject(new InvalidRequestError(`${run.what}: the request was cancelled`));
+    };
+    run.signal?.addEventListener('abort', gone, { once: true });
+    waiting.push(go);
+  });
+}
+
+function spawnTool(tool: string, run: ToolRun): Promise<Buffer> {
   const timeoutMs = run.timeoutMs ?? MEDIA_TOOL_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
     const child = spawn(tool, run.args, { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -36,6 +78,9 @@ export function runMediaTool(tool: string, run: ToolRun): Promise<Buffer> {
     const stop = (e: Error): void => {
       failure ??= e;
       child.kill('SIGKILL');
+      // A grandchild holding the pipes open would delay 'close' past the limit.
+      child.stdout.destroy();
+      child.stderr.destroy();
     };
     const timer = setTimeout(() => stop(new InvalidRequestError(`${run.what}: ${tool} did not finish within ${timeoutMs} ms`)), timeoutMs);
     const onAbort = (): void => stop(new InvalidRequestError(`${run.what}: the request was cancelled`));
