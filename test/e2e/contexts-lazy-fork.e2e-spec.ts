@@ -259,4 +259,38 @@ describe('lazy forks with one context slot (-context-slots 1)', () => {
     expect(list.data.filter((x) => !x.spilled).length).toBeLessThanOrEqual(1);
     for (const id of [p.id, a.id, b.id, c.id]) await del(id);
   });
+  it('deleting a spilled source while the one slot is busy: its longest child takes the file (it was a 429)', async () => {
+    const ref = await reference(STORY, NEXT);
+    const refFirst = await reference(FIRST, FIRST + 'She');
+    const p = await create(STORY);
+    const [long, short] = await fork(p.id, 2);
+    const first = await create(FIRST);
+    await del(first.id);
+    await truncate(short.id, first.tokens);
+    const x = await create('One day');
+    expect((await ctxState(srv, p.id)).spilled).toBe(true);
+    // x takes the one slot and is busy: p could not come back for its children.
+    const running = fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'One day the', svc_session: x.id, max_tokens: 200, ignore_eos: true, temperature: 0, stream: true }),
+    });
+    const reader = (await running).body!.getReader();
+    await reader.read();
+    expect((await fetch(`${srv.url}/v1/contexts/${p.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await ctxState(srv, long.id)).spilled).toBe(true);
+    while (!(await reader.read()).done) {
+      /* let x's request finish */
+    }
+    // The heir's file holds the source's cells past its own tokens: a snapshot holds only its own.
+    const snap = await fetch(`${srv.url}/v1/contexts/${long.id}/snapshot`);
+    expect(snap.status).toBe(200);
+    const r = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(await snap.arrayBuffer()) });
+    const restored = (await r.json()) as { id: string; tokens: number };
+    expect([r.status, restored.tokens]).toEqual([201, long.tokens]);
+    expect((await greedy(NEXT, restored.id)).choices[0].text).toBe(ref);
+    expect((await greedy(NEXT, long.id)).choices[0].text).toBe(ref);
+    expect((await greedy(FIRST + 'She', short.id)).choices[0].text).toBe(refFirst);
+    for (const id of [long.id, short.id, x.id, restored.id]) await del(id);
+  });
 });

@@ -225,7 +225,8 @@ export class ContextRegistry {
           this.scheduler.freeSeqId(seq);
         }
       }
-      if (c.seq === undefined && c.spillPath) return { state: readFileSync(c.spillPath), tokens };
+      // An inherited spill file (spillCells) holds cells past the tokens: it is cut on the way back first.
+      if (c.seq === undefined && c.spillPath && c.spillCells === undefined) return { state: readFileSync(c.spillPath), tokens };
       await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
       return { state: await this.ctx.stateSeqGet(c.seq as number), tokens };
     });

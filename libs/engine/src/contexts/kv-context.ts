@@ -22,6 +22,8 @@ export class KvContext {
   /** Leading positions whose cells are still the parent's. */
   sharedWithParent = 0;
   spillPath?: string;
+  /** Set when the spill file was inherited from a deleted source: the cells it holds past this many are the source's, cut when it comes back. */
+  spillCells?: number;
   busy = false;
   lastUsed = Date.now();
   /** The named session (svc_session) bound to this context, if any: its key in the registry (owner and name). */

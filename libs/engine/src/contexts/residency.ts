@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { NativeContext } from '../backend/native-addon';
 import { Scheduler } from '../scheduler/scheduler';
@@ -43,8 +43,11 @@ export class Residency {
         if (read < 0) throw new ContextCapacityError();
         throw new Error(`could not restore spilled context ${c.id}`);
       }
+      // An inherited file holds its source's cells past this context's tokens.
+      if (c.spillCells !== undefined) this.ctx.seqRemove(seq, c.spillCells, -1);
       rmSync(c.spillPath, { force: true });
       c.spillPath = undefined;
+      c.spillCells = undefined;
     }
     c.seq = seq;
     c.sharedWithParent = 0; // restored cells are its own
@@ -67,6 +70,7 @@ export class Residency {
    * and spill file are freed.
    */
   async handOver(c: KvContext): Promise<void> {
+    if (c.seq === undefined && c.spillPath && this.dependents(c).length > 0) return this.handOverFile(c);
     if (this.dependents(c).length > 0) await this.makeResident(c); // throws with c unchanged
     const deps = this.dependents(c);
     let heir: KvContext | undefined;
@@ -84,6 +88,25 @@ export class Residency {
     c.spillPath = undefined;
     // c left the live set before this ran, so others may have filled the budget meanwhile.
     if (heir && this.residentCount() > this.maxResident) await this.spillIdle(heir);
+  }
+
+  /**
+   * A spilled source's file goes to its longest dependent, to be cut to that one's length when it
+   * comes back (spillCells); the others read from it. Bringing the source back first needed a free
+   * sequence, and a delete while every resident context was busy was a 429.
+   */
+  private handOverFile(c: KvContext): void {
+    const deps = this.dependents(c);
+    const heir = deps.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a));
+    const path = join(this.spillDir, `${heir.id}.kv`);
+    renameSync(c.spillPath as string, path);
+    heir.spillPath = path;
+    heir.spillCells = Math.min(heir.tokens.length, c.spillCells ?? Infinity);
+    heir.lazySource = undefined;
+    heir.sharedWithParent = 0;
+    for (const d of deps) if (d !== heir) d.lazySource = heir;
+    c.spillPath = undefined;
+    c.spillCells = undefined;
   }
 
   /**
