@@ -77,6 +77,10 @@ describe('videoFrames', () => {
     const long = await videoFrames(video(40, { size: '32x24' }), 'video 1');
     expect([long.frames.length, long.nominal]).toEqual([16, 40]);
     expect(long.frames.every((f) => f.subarray(1, 4).toString() === 'PNG')).toBe(true);
+    // 16 frames over 200 s: key frames alone are decoded, and the frames still differ (the pattern's clock moves).
+    const sparse = await videoFrames(video(200, { size: '160x120' }), 'video 1');
+    expect([sparse.frames.length, sparse.nominal]).toEqual([16, 200]);
+    expect(new Set(sparse.frames.map((f) => f.toString('base64'))).size).toBe(16);
   });
 
   it('splitPngs splits PNGs written back to back, and drops a cut-off tail', () => {

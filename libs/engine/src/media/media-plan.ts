@@ -1,7 +1,7 @@
 import { InvalidRequestError } from '../core/errors';
 import { CoreContentPart, CoreMessage } from '../core/generation-request';
 import { CoreMediaPart, partBytes } from './media-bytes';
-import { keptPictures, LOOSE, PictureSlot } from './media-thinning';
+import { keptPictures, LOOSE, MAX_IMAGES, PictureSlot } from './media-thinning';
 import { pdfPageImage, pdfPageTexts } from './pdf-pages';
 import { videoFrames } from './video-frames';
 
@@ -133,10 +133,12 @@ export async function planMedia(messages: CoreMessage[], opts: { vision: boolean
 async function pdfParts(bytes: Buffer, name: string | undefined, what: string, opts: { vision: boolean; signal?: AbortSignal }, made: WeakMap<CoreMediaPart, MadePicture>): Promise<CoreContentPart[]> {
   const { pages, more } = await pdfPageTexts(bytes, what, opts.signal);
   const parts: CoreContentPart[] = [{ type: 'text', text: `[PDF${name ? ` ${name}` : ''}, ${pages.length}${more ? '+' : ''} page${pages.length === 1 ? '' : 's'}]` }];
+  let drawn = 0;
   for (const [i, text] of pages.entries()) {
     const head = pages.length > 1 ? `\n[page ${i + 1}]\n` : '\n';
     if (text) parts.push({ type: 'text', text: head + text });
-    else if (opts.vision) {
+    // No more are drawn than a request reads images.
+    else if (opts.vision && drawn++ < MAX_IMAGES) {
       const page: CoreMediaPart = { type: 'media', kind: 'image' };
       made.set(page, { bytes: await pdfPageImage(bytes, i + 1, what, opts.signal), label: `${what} page ${i + 1}` });
       parts.push({ type: 'text', text: head }, page);

@@ -10,6 +10,8 @@ export const VIDEO_FPS = 1;
 export const MAX_FRAMES_PER_VIDEO = 16;
 /** A frame's longer side is scaled down to this: projectors resize to ~900 px, and a 4K frame as PNG is 20 MB. */
 const FRAME_SIDE = 1024;
+/** Seconds between the frames read from which only key frames are decoded (encoders put one every few seconds). */
+const SPARSE_SECONDS = 10;
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 
 /**
@@ -46,8 +48,10 @@ export async function videoFrames(bytes: Buffer, what: string, signal?: AbortSig
     const n = Math.min(nominal, maxFrames);
     const rate = info.duration ? n / info.duration : VIDEO_FPS;
     const scale = `scale=w='min(${FRAME_SIDE},iw)':h='min(${FRAME_SIDE},ih)':force_original_aspect_ratio=decrease`;
+    // Frames far apart: key frames alone are decoded (an hour of video decoded whole ran past the time limit).
+    const sparse = info.duration !== undefined && info.duration / n >= SPARSE_SECONDS ? ['-skip_frame', 'nokey'] : [];
     const out = await runMediaTool('ffmpeg', {
-      args: ['-nostdin', '-v', 'error', ...open, '-i', file, '-map', '0:v:0', '-vf', `fps=fps=${rate.toFixed(6)},${scale}`, '-frames:v', String(n), '-f', 'image2pipe', '-c:v', 'png', '-'],
+      args: ['-nostdin', '-v', 'error', ...open, ...sparse, '-i', file, '-map', '0:v:0', '-vf', `fps=fps=${rate.toFixed(6)},${scale}`, '-frames:v', String(n), '-f', 'image2pipe', '-c:v', 'png', '-'],
       maxOutput: n * MAX_FRAME_BYTES,
       what,
       signal,
