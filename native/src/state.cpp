@@ -4,6 +4,7 @@
 #include "svc.h"
 #include "svc_log.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ class StateSetWorker : public BusyWorker {
   StateSetWorker(Napi::Env env, std::shared_ptr<ContextState> cs, llama_seq_id seq, std::vector<uint8_t> data)
       : BusyWorker(env, "svc_engine.stateSeqSet", std::move(cs)), seq_(seq), data_(std::move(data)) {}
   void Execute() override {
+    if (!plausibleCellCount()) return;  // refused: read_ stays 0
     LogCapture cap;  // the one way llama.cpp tells "no room" from "not a state of this cache"
     read_ = llama_state_seq_set_data(cs_->ctx, data_.data(), data_.size(), seq_);
     noRoom_ = read_ == 0 && cap.text().find("failed to find") != std::string::npos && cap.text().find("available cells") != std::string::npos;
@@ -45,6 +47,25 @@ class StateSetWorker : public BusyWorker {
   std::vector<uint8_t> data_;
   size_t read_ = 0;
   bool noRoom_ = false;
+
+  // llama.cpp sizes a batch by the state's first cell count before reading any cell: a damaged
+  // or forged count (4e9) had the engine thread zero gigabytes and hang. A sequence never holds
+  // more cells than the context has positions, and each cell takes at least 8 bytes.
+  // Layout: magic u32, seq i32, then a KV cache's stream count u32 and cell count u32 (a purely
+  // recurrent memory writes its cell count straight after the seq id).
+  bool plausibleCellCount() const {
+    const bool recurrent = llama_model_is_recurrent(llama_get_model(cs_->ctx));
+    const size_t at = recurrent ? 8 : 12;
+    if (data_.size() < at + 4) return true;  // too short to reserve anything: llama.cpp refuses it
+    uint32_t cells = 0;
+    std::memcpy(&cells, data_.data() + at, 4);
+    if (!recurrent) {
+      uint32_t streams = 0;
+      std::memcpy(&streams, data_.data() + 8, 4);
+      if (streams == 0) return true;
+    }
+    return cells <= llama_n_ctx(cs_->ctx) && (uint64_t) cells * 8 <= data_.size() - at - 4;
+  }
 };
 
 llama_seq_id seqArg(const Napi::CallbackInfo & info, const ContextState & st) {

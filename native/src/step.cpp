@@ -356,6 +356,10 @@ Napi::Value Context::Step(const Napi::CallbackInfo & info) {
     auto smpl = unwrapSampler(r.Get("sampler"));
     if (smpl->model != st->model) throwError(env, "step: sampler belongs to another model");
     if (smpl->inStep) throwError(env, "step: sampler is in use by another step() in flight");
+    // One sampler state per request: sampling it twice in one step would advance it twice.
+    for (const auto & q : reqs) {
+      if (q.smpl == smpl) throwError(env, "step: sample request " + std::to_string(i) + " reuses the sampler of an earlier one");
+    }
     std::vector<int32_t> score;
     Napi::Value sv = r.Get("scoreTokens");
     if (!sv.IsUndefined() && !sv.IsNull()) {

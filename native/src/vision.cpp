@@ -185,6 +185,8 @@ Projector::Projector(const Napi::CallbackInfo & info) : Napi::ObjectWrap<Project
   auto self = Value();
   self.DefineProperty(Napi::PropertyDescriptor::Value("marker", Napi::String::New(env, mtmd_default_marker()), napi_enumerable));
   self.DefineProperty(Napi::PropertyDescriptor::Value("usesMrope", Napi::Boolean::New(env, mtmd_decode_use_mrope(st_->mctx)), napi_enumerable));
+  // An image attending to itself both ways (gemma3): decoded in one micro-batch (EvalMediaWorker).
+  self.DefineProperty(Napi::PropertyDescriptor::Value("nonCausalImages", Napi::Boolean::New(env, mtmd_decode_use_non_causal(st_->mctx, nullptr)), napi_enumerable));
 }
 
 // tokenize(text, images: Buffer[], addSpecial, parseSpecial): Promise<NativeMediaPrompt>

@@ -188,8 +188,9 @@ describe('backend sampling', () => {
           addon.setLogger((level, text) => { const m = /CPU compute buffer size = +([0-9.]+) MiB/.exec(text); if (m) sizes.push(+m[1]); });
           const model = await addon.loadModel(${JSON.stringify(syntheticModel('qwen2-tiny'))});
           const ctx = await model.createContext({ nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 16, nThreads: 2, nThreadsBatch: 2, backendSampling: true, graphSamplerSlots: 16 });
-          const smp = ctx.createSampler({ temperature: 0.8, topK: 40, topP: 0.9, repeatPenalty: 1.1 });
-          const r = await ctx.step({ tokens: Int32Array.of(1, 2), pos: Int32Array.of(0, 0), seq: Int32Array.of(0, 1), logits: Uint8Array.of(1, 1) }, [{ index: 0, sampler: smp }, { index: 1, sampler: smp }]);
+          const opts = { temperature: 0.8, topK: 40, topP: 0.9, repeatPenalty: 1.1 };
+          const [a, b] = [ctx.createSampler(opts), ctx.createSampler(opts)];
+          const r = await ctx.step({ tokens: Int32Array.of(1, 2), pos: Int32Array.of(0, 0), seq: Int32Array.of(0, 1), logits: Uint8Array.of(1, 1) }, [{ index: 0, sampler: a }, { index: 1, sampler: b }]);
           await new Promise((res) => setTimeout(res, 50));
           console.log(JSON.stringify({ status: r.status, sizes }));
           process.exit(0);

@@ -4,6 +4,9 @@
  * context whose next decode fails (which failed every other request in the same step).
  * File layout: libs/contexts/src/snapshot/snapshot-file.ts.
  */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join as joinPath } from 'node:path';
+import { spillRoot } from '../../libs/engine/src/models/kept-contexts';
 import { fixtureModel, STORIES } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
@@ -249,5 +252,37 @@ describe('restore while running requests hold the KV cache', () => {
     while (!(await reader.read()).done);
     const later = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: snap });
     expect(later.status).toBe(201);
+  });
+});
+
+describe('a damaged spill file', () => {
+  let srv: RunningServer;
+  beforeAll(async () => {
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-concurrency', '2', '-context-slots', '1']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('whose cell count is past the file is refused by the engine before it sizes anything by it; the server answers on', async () => {
+    const a = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once upon a time' })).json;
+    const b = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'One day' })).json;
+    // One slot: making b spilled a. Spill files are llama.cpp's state as it wrote it, read back unchecked by svc.
+    const root = joinPath(spillRoot(srv.proc.pid!), 'spill');
+    const file = joinPath(root, readdirSync(root)[0], `${a.id}.kv`);
+    const state = readFileSync(file);
+    state.writeUInt32LE(0x08000000, CELLS); // 134M cells: llama.cpp reserved (and zeroed) about 2.8 GB for them
+    writeFileSync(file, state);
+    const t0 = Date.now();
+    const r = await postJson(`${srv.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 4, svc_session: a.id });
+    const peak = Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))?.[1]) * 1024;
+    expect(peak).toBeLessThan(1 << 30);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect([r.status, r.json.error.message]).toEqual([500, `could not restore spilled context ${a.id}: its file on disk is damaged`]);
+    // A sound spill file still reads back: c's making spills b, and b's use brings it back.
+    expect((await postJson(`${srv.url}/v1/contexts`, { prompt: 'Lily' })).status).toBe(201);
+    expect(((await (await fetch(`${srv.url}/v1/contexts/${b.id}`)).json()) as any).spilled).toBe(true);
+    const ok = await postJson(`${srv.url}/v1/completions`, { prompt: 'One day', max_tokens: 6, temperature: 0, svc_session: b.id });
+    expect([ok.status, ok.json.error]).toEqual([200, undefined]);
   });
 });

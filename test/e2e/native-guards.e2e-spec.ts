@@ -36,6 +36,29 @@ describe('the native addon under hostile values', () => {
     expect(ctx.seqPosMax(0)).toBe(-1);
   });
 
+  it('refuses a sampler named by two sample requests of one step(): it would be sampled twice from one state', async () => {
+    const s = ctx.createSampler({ temperature: 0.8, seed: 1 });
+    const batch = { tokens: Int32Array.of(1, 2), pos: Int32Array.of(0, 0), seq: Int32Array.of(0, 1), logits: Uint8Array.of(1, 1) };
+    try {
+      let refused: Error | undefined;
+      try {
+        await ctx.step(batch, [{ index: 0, sampler: s, topLogprobs: 0 }, { index: 1, sampler: s, topLogprobs: 0 }]);
+      } catch (err) {
+        refused = err as Error;
+      }
+      expect(refused?.message).toBe('step: sample request 1 reuses the sampler of an earlier one');
+      ctx.seqRemove(0, -1, -1);
+      ctx.seqRemove(1, -1, -1);
+      // Refused before anything ran: the sampler is free and the same batch steps with it once.
+      const ok = await ctx.step(batch, [{ index: 0, sampler: s, topLogprobs: 0 }]);
+      expect(ok.status).toBe(0);
+    } finally {
+      ctx.seqRemove(0, -1, -1);
+      ctx.seqRemove(1, -1, -1);
+      s.dispose();
+    }
+  });
+
   it('refuses an inverted repetition however its numbers and spaces are written', () => {
     for (const g of ['root ::= "a"{5,2}', 'root ::= "a"{5,0000000000000000002}', 'root ::= ("a"{5,\n2})', 'root ::= ("a"{5, # two\n 2})']) {
       expect(() => ctx.createSampler({ grammar: g })).toThrow(/repetition/);

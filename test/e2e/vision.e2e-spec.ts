@@ -238,7 +238,28 @@ function withImageBody(img: Buffer) {
 }
 
 describe('-mmproj refused at startup (exit 2)', () => {
-  const boot = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', '127.0.0.1:18219', ...args], { encoding: 'utf8', timeout: 60_000 });
+  let port = 0;
+  beforeAll(async () => {
+    port = await freePort();
+  });
+  const boot = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-addr', `127.0.0.1:${port}`, ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('a -batch-size whose micro-batch cannot hold one image (decoded in one); the smallest that can boots with vision', async () => {
+    // It booted with vision: true, then answered every image 400 "raise -batch-size".
+    const r = boot(['-m', syntheticModel('vision-tiny'), '-mmproj', MMPROJ, '-batch-size', '128', '-threads', '1']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(
+      `svc: flag -batch-size: one image of this projector takes ${IMAGE_POSITIONS} positions, decoded in one micro-batch: -batch-size must be at least ${IMAGE_POSITIONS} (it is 128)\n`,
+    );
+    const srv = await startServer(['-m', syntheticModel('vision-tiny'), '-mmproj', MMPROJ, '-batch-size', String(IMAGE_POSITIONS), '-threads', '1', '-concurrency', '2']);
+    try {
+      expect(((await (await fetch(`${srv.url}/healthz`)).json()) as { vision: boolean }).vision).toBe(true);
+      const img = await postJson(`${srv.url}/v1/chat/completions`, withImageBody(red));
+      expect([img.status, img.json.usage.prompt_tokens > IMAGE_POSITIONS]).toEqual([200, true]);
+    } finally {
+      await srv.stop();
+    }
+  });
 
   it('a file that is no projector', () => {
     const r = boot(['-m', syntheticModel('vision-tiny'), '-mmproj', fixtureModel('stories260K.gguf')]);
@@ -259,5 +280,35 @@ describe('-mmproj refused at startup (exit 2)', () => {
     const r = boot(['-mmproj', MMPROJ]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('flag -mmproj needs -m');
+  });
+});
+
+describe("a store model whose projector's images do not fit -batch-size", () => {
+  let srv: RunningServer;
+  const ollamaDir = mkdtempSync(join(tmpdir(), 'svc-vision-ollama-'));
+  beforeAll(async () => {
+    writeOllamaModel(ollamaDir, 'seer:latest', [
+      { mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('vision-tiny')) },
+      { mediaType: 'application/vnd.ollama.image.projector', data: readFileSync(MMPROJ) },
+    ]);
+    srv = await startServer(['-m', 'seer', '-batch-size', '128', '-threads', '1', '-concurrency', '2'], { env: { OLLAMA_MODELS: ollamaDir } });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+    rmSync(ollamaDir, { recursive: true, force: true });
+  });
+
+  it('loads without vision (no exit): text answers, an image is a 400 naming -batch-size and the size it needs', async () => {
+    expect(((await (await fetch(`${srv.url}/healthz`)).json()) as { vision: boolean }).vision).toBe(false);
+    const text = await postJson(`${srv.url}/v1/chat/completions`, { max_tokens: 4, messages: [{ role: 'user', content: QUESTION }] });
+    expect(text.status).toBe(200);
+    const img = await postJson(`${srv.url}/v1/chat/completions`, withImageBody(red));
+    expect([img.status, img.json.error]).toEqual([
+      400,
+      {
+        message: `seer:latest's vision projector was not loaded: one image of this projector takes ${IMAGE_POSITIONS} positions, decoded in one micro-batch: -batch-size must be at least ${IMAGE_POSITIONS} (it is 128)`,
+        type: 'Bad Request',
+      },
+    ]);
   });
 });

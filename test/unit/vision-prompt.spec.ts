@@ -58,6 +58,7 @@ function fakeProjector(chunks: NativeMediaChunk[]): NativeProjector & { disposed
   const p = {
     marker: M,
     usesMrope: false,
+    nonCausalImages: false,
     disposed: 0,
     tokenize: async (): Promise<NativeMediaPrompt> => ({ chunks, dispose: () => void p.disposed++ }),
     dispose: () => undefined,

@@ -257,7 +257,7 @@ export interface NativeContext {
   readonly hugePages: NativeHugePages;
   readonly backendSampling: boolean;
   createSampler(opts: NativeSamplerOptions): NativeSampler;
-  /** Decode one batch and sample the requested entries, all on a worker thread. */
+  /** Decode one batch and sample the requested entries, all on a worker thread; each entry its own sampler (one named twice throws). */
   step(batch: NativeBatch, samples: NativeSampleRequest[], opts?: NativeStepOptions): Promise<NativeStepResult>;
   /** Ends a chained step after its current decode (new work is waiting). */
   requestYield(): void;
@@ -270,7 +270,7 @@ export interface NativeContext {
   seqPosMax(seq: number): number;
   /** Serialised KV state of one sequence (llama_state_seq_get_data). */
   stateSeqGet(seq: number): Promise<Buffer>;
-  /** Load a sequence's state; resolves to bytes read: 0 when llama.cpp refused the state, -1 when the KV cache had no free cells for it. */
+  /** Load a sequence's state; resolves to bytes read: 0 when refused (by llama.cpp, or a first cell count past the context's positions or the bytes), -1 when the KV cache had no free cells for it. */
   stateSeqSet(seq: number, data: Buffer): Promise<number>;
   /** Drop every sequence's KV. */
   clear(): void;
@@ -320,6 +320,8 @@ export interface NativeProjector {
   readonly marker: string;
   /** The model places images on 2-D positions (M-RoPE, Qwen-VL): an image takes fewer positions than tokens. */
   readonly usesMrope: boolean;
+  /** An image attends to itself both ways (gemma3): its positions are decoded in one micro-batch. */
+  readonly nonCausalImages: boolean;
   /**
    * Splits a prompt holding one marker per image into text and image chunks; the images are
    * encoded files (PNG, JPEG, GIF, BMP...). Rejects on an image stb_image cannot decode.

@@ -41,7 +41,7 @@ export class Residency {
       if (read <= 0) {
         this.scheduler.freeSeqId(seq);
         if (read < 0) throw new ContextCapacityError();
-        throw new Error(`could not restore spilled context ${c.id}`);
+        throw new Error(`could not restore spilled context ${c.id}: its file on disk is damaged`);
       }
       // An inherited file holds its source's cells past this context's tokens.
       if (c.spillCells !== undefined) this.ctx.seqRemove(seq, c.spillCells, -1);

@@ -22,14 +22,15 @@ const WARM_CHAIN: NativeSamplerOptions = { temperature: 0.8, topK: 40, topP: 0.9
  */
 export async function warmGraphSamplers(ctx: NativeContext, slots: number, rowsPerStep: number, token: number): Promise<number> {
   if (!ctx.backendSampling || slots <= 0) return 0;
-  const sampler = ctx.createSampler(WARM_CHAIN);
   const step = Math.max(1, rowsPerStep);
+  // One sampler per row: step() refuses one sampler twice in a call (it would be sampled twice).
+  const samplers = Array.from({ length: Math.min(step, slots) }, () => ctx.createSampler(WARM_CHAIN));
   let bound = 0;
   try {
     for (let s0 = 0; s0 < slots; s0 += step) {
       const seqs = Array.from({ length: Math.min(step, slots - s0) }, (_, i) => s0 + i);
       const batch = { tokens: Int32Array.from(seqs, () => token), pos: Int32Array.from(seqs, () => 0), seq: Int32Array.from(seqs), logits: Uint8Array.from(seqs, () => 1) };
-      const r = await ctx.step(batch, seqs.map((_, index) => ({ index, sampler, topLogprobs: 0 }))).finally(() => {
+      const r = await ctx.step(batch, seqs.map((_, index) => ({ index, sampler: samplers[index], topLogprobs: 0 }))).finally(() => {
         for (const s of seqs) ctx.seqRemove(s, -1, -1);
       });
       if (r.status !== 0) break;
@@ -37,6 +38,6 @@ export async function warmGraphSamplers(ctx: NativeContext, slots: number, rowsP
     }
     return bound;
   } finally {
-    sampler.dispose();
+    for (const x of samplers) x.dispose();
   }
 }

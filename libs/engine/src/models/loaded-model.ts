@@ -16,6 +16,8 @@ export class LoadedModel {
   estimatedBytes = 0;
   /** The vision projector loaded beside the weights (-mmproj, a store model's projector layer). */
   projector?: NativeProjector;
+  /** Why a store model's projector was skipped: the 400 its image requests get. */
+  visionRefusal?: string;
   /** Requests preparing to run on it (images being fetched, prompts tokenized): it is busy meanwhile. */
   holds = 0;
 
@@ -46,7 +48,8 @@ export class LoadedModel {
 
   /** How prompts' images are read: through the projector's markers, or refused (none loaded). */
   get vision(): MediaRendering {
-    return this.projector ? { marker: this.projector.marker } : {};
+    if (this.projector) return { marker: this.projector.marker };
+    return this.visionRefusal ? { refusal: this.visionRefusal } : {};
   }
 
   get hasChatTemplate(): boolean {

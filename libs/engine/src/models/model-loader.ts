@@ -6,8 +6,7 @@ import { CatalogEntry } from '../../../store/src/catalog';
 import { InferenceBackend } from '../backend/inference-backend';
 import { NativeModel } from '../backend/native-addon';
 import { ContextRegistry } from '../contexts/context-registry';
-import { InvalidRequestError, StartupError } from '../core/errors';
-import { NativeProjector } from '../backend/native-addon';
+import { InvalidRequestError } from '../core/errors';
 import { EngineConfig } from '../engine-config';
 import { Scheduler } from '../scheduler/scheduler';
 import { SchedulerOptions } from '../scheduler/scheduler-options';
@@ -17,6 +16,7 @@ import { warmGraphSamplers } from './graph-sampler-warmup';
 import { hugePagesLine, useHugePages } from './huge-pages';
 import { KeptContexts, spillRoot } from './kept-contexts';
 import { LoadedModel } from './loaded-model';
+import { loadProjector } from './projector-loader';
 
 /** Per-request positions when the flag leaves it open. */
 export const DEFAULT_CTX_CAP = 4096;
@@ -71,12 +71,13 @@ async function serve(entry: CatalogEntry, native: NativeModel, hash: string, dep
   // (a dropped one is set up again on its next use), with room to spare; each bound
   // chain adds to llama.cpp's graph node budget.
   const graphSamplerSlots = Math.min(nSeqMax, 2 * (c.concurrency + c.cacheSlots) + 16);
+  // llama-server's split: one step takes up to batchSize prompt tokens, computed 512 at a time.
+  const nUbatch = Math.min(c.batchSize, 512);
   // Room for every active sequence at full length; retained prompts use what is left.
   const ctx = await native.createContext({
     nCtx: nCtxSeq * c.concurrency,
     nBatch: c.batchSize,
-    // llama-server's split: one step takes up to batchSize prompt tokens, computed 512 at a time.
-    nUbatch: Math.min(c.batchSize, 512),
+    nUbatch,
     nSeqMax,
     nThreads: c.threads,
     nThreadsBatch: c.threadsBatch,
@@ -129,38 +130,16 @@ async function serve(entry: CatalogEntry, native: NativeModel, hash: string, dep
     await kept.adoptInto(entry.path, contexts);
     const lm = new LoadedModel(entry, native, ctx, scheduler, contexts, hash, ms, new Date());
     lm.estimatedBytes = deps.estimate(entry);
-    if (entry.projector) lm.projector = await loadProjector(entry, native, c.threads, log);
+    if (entry.projector) {
+      const p = await loadProjector(entry, native, c.threads, nUbatch, c.batchSize, log);
+      lm.projector = p.projector;
+      lm.visionRefusal = p.refusal;
+    }
     return lm;
   } catch (err) {
     ctx.dispose();
     throw err;
   }
-}
-
-/**
- * The vision projector beside the weights. One named by -mmproj that cannot serve this model (no
- * projector, another model's width) stops the server (exit 2); a store model's is skipped with a
- * warning, and the model answers text as before.
- */
-async function loadProjector(entry: CatalogEntry, native: NativeModel, threads: number, log: Logger): Promise<NativeProjector | undefined> {
-  const path = entry.projector!;
-  let problem: string;
-  try {
-    const p = await native.loadProjector(path, { nThreads: threads });
-    // Qwen-VL's 2-D positions: an image takes fewer positions than embeddings, which the scheduler's
-    // one-token-one-position prompts cannot hold yet.
-    if (!p.usesMrope) {
-      log.log(`vision projector ${path} loaded for ${entry.name}`);
-      return p;
-    }
-    p.dispose();
-    problem = 'its model places images on 2-D positions (M-RoPE, as Qwen2-VL), which svc does not support yet';
-  } catch (err) {
-    problem = (err as Error).message;
-  }
-  if (entry.projectorFlag) throw new StartupError(`flag -mmproj: ${problem}`);
-  log.warn(`${entry.name} answers without vision: ${problem}`);
-  return undefined;
 }
 
 /**
