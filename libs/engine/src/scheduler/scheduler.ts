@@ -1,10 +1,9 @@
-import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions, NativeStepOptions } from '../backend/native-addon';
+import { NativeContext, NativeModel, NativeSampler, NativeSamplerOptions } from '../backend/native-addon';
 import { ServerShuttingDownError } from '../core/errors';
 import { GenerationEvent } from '../core/generation-events';
 import { KvLock } from './kv-lock';
 import { KvPressure } from './kv-pressure';
-import { BatchBuilder, nextChain } from './batch-builder';
-import { retryWithoutDamaged } from './batch-faults';
+import { BatchBuilder } from './batch-builder';
 import { PrefixCache } from './prefix-cache';
 import { SeqIds } from './seq-ids';
 import { SamplerPool } from './sampler-pool';
@@ -14,6 +13,7 @@ import { TokenIntake } from './token-intake';
 import { SchedulerOptions } from './scheduler-options';
 import { writePendingMedia } from './media-step';
 import { QueueBound } from './queue-bound';
+import { runStep, StepHost } from './step';
 import { textTokens } from '../media/vision-prompt';
 
 /** Prompt tokens waiting to be decoded above which retained cells leave the KV cache before the step. */
@@ -41,6 +41,7 @@ export class Scheduler {
   private readonly intake: TokenIntake;
   private idle?: () => void;
   private readonly pressure: KvPressure;
+  private readonly stepHost: StepHost;
 
   constructor(
     private readonly model: NativeModel,
@@ -58,6 +59,19 @@ export class Scheduler {
       (seq) => this.freeSeq(seq),
     );
     this.pressure = new KvPressure(this.cache, this.queue, this.active, this.samplers, this.stats, (s) => this.release(s, false));
+    this.stepHost = {
+      model,
+      ctx,
+      opts,
+      stats: this.stats,
+      batches: this.batches,
+      intake: this.intake,
+      pressure: this.pressure,
+      active: this.active,
+      queued: () => this.queue.length,
+      kvWaiting: () => this.exclusiveWaiting,
+      release: (s, retain) => this.release(s, retain),
+    };
   }
 
   get queued(): number {
@@ -184,7 +198,7 @@ export class Scheduler {
             // first; otherwise after the step, so a short prompt's first token does not wait.
             const early = this.pendingPromptTokens() >= EARLY_DEMOTE_PROMPT_TOKENS;
             if (early) await this.demoteRetained();
-            await this.step();
+            await runStep(this.stepHost);
             if (!early && this.active.length > 0) await this.demoteRetained();
           }
         });
@@ -350,89 +364,4 @@ export class Scheduler {
     this.ctx.seqRemove(seq, -1, -1);
     this.freeSeqs.give(seq);
   }
-
-  private async step(): Promise<void> {
-    const built = this.batches.build(this.active);
-    let { batch, samples, owners, prefill, sequences } = built;
-    if (batch.tokens.length === 0) return;
-    // A batch of decoding sequences alone may run several steps natively; new
-    // requests (submit) and cancels end the chain early via requestYield().
-    // Nor while a KV operation waits (a context's creation or binding): its yield request may
-    // have come before this step began, which clears it, and it would wait out the whole chain.
-    const canChain = prefill === 0 && this.exclusiveWaiting === 0 && (this.queue.length === 0 || this.active.length >= this.opts.concurrency);
-    const streaming = canChain && (this.opts.streamMs ?? -1) >= 0;
-    // Finished sequences are released once no chain is in flight (their KV is trimmed then).
-    const finished: Sequence[] = [];
-    let failure: unknown;
-    const opts: NativeStepOptions = streaming
-      ? { maxSteps: 1024, maxMs: 1000, streamMs: this.opts.streamMs, onTokens: (d) => (failure ??= this.intake.delivered(d, owners, batch.tokens.length, sequences, finished)) }
-      : { maxSteps: canChain ? (this.opts.chainSteps ?? 64) : 1, maxMs: this.opts.chainMs ?? 24 };
-    let result = await this.ctx.step(batch, samples, opts);
-    if (result.status < 0) {
-      const retried = await retryWithoutDamaged(this.ctx, built, this.active, opts, (s) => {
-        this.active.splice(this.active.indexOf(s), 1);
-        this.release(s, false);
-      });
-      if (retried) {
-        if (!retried.result) return;
-        ({ batch, samples, owners, prefill, sequences } = retried.built);
-        result = retried.result;
-      }
-    }
-    while (result.status === 1) {
-      // KV full (nothing was decoded): free cells (KvPressure says how) and retry the same batch.
-      if (await this.pressure.relieve()) {
-        result = await this.ctx.step(batch, samples, opts);
-        continue;
-      }
-      // Nothing left to free: one request makes room for the others, which go on. The next
-      // step is built without it.
-      this.pressure.preemptNewest();
-      return;
-    }
-    // A chain still decoding when handling tokens threw: settled before anything is released under it.
-    let unsettled: Promise<unknown> | undefined;
-    try {
-      if (result.status !== 0) throw new Error(`llama_decode failed with status ${result.status}`);
-      if (failure) throw failure;
-      let first = true;
-      for (;;) {
-        // Pipelining: the next chain of the same decoding sequences starts before
-        // JS handles this one's tokens, so the engine does not wait on JS.
-        const next = canChain && !streaming && this.opts.pipeline && this.queue.length === 0 && this.exclusiveWaiting === 0 ? nextChain(this.model, batch, samples, owners, result) : undefined;
-        const inflight = next ? this.ctx.step(next.batch, next.samples, opts) : undefined;
-        if (inflight) this.stats.pipelinedChains++;
-        unsettled = inflight;
-        if (canChain && (result.idleUs ?? -1) >= 0) this.stats.decodeIdleUs += result.idleUs!;
-        this.intake.accept(result, owners, batch.tokens.length, sequences, first ? prefill : 0, finished);
-        first = false;
-        if (!inflight || !next) break;
-        // A stop string ended a sequence: the chain in flight decodes for it in vain, end it soon.
-        if (finished.length > 0) this.ctx.requestYield();
-        const r = await inflight;
-        unsettled = undefined;
-        // KV full (nothing was decoded): the next iteration's fresh batch deals with it.
-        if (r.status !== 0) break;
-        ({ batch, samples } = next);
-        result = r;
-      }
-    } finally {
-      if (unsettled) {
-        this.ctx.requestYield();
-        await unsettled.catch(() => undefined);
-      }
-      // Their last tokens go out first: the renderers run before the bookkeeping
-      // below (trimming, retaining, evicting), which the client need not wait for.
-      if (finished.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      // `done` goes out once the sequence's KV is settled (a streaming chain ends
-      // after sequences that finished mid-chain): a client that reacts to it at
-      // once (deleting its context) finds the context free.
-      for (const s of finished) {
-        this.intake.complete(s);
-        this.release(s, true);
-      }
-      if (finished.length > 0) this.pressure.holdAdmissions = false;
-    }
-  }
 }
-
