@@ -178,6 +178,31 @@ describe('KV-cache contexts', () => {
     expect(whole.choices[0].text).toBe(last.choices[0].text);
   });
 
+  it('a turn ended by a long stop string keeps only what the client got: the next turn continues it', async () => {
+    const P = 'Once upon a time there was a little girl named Lily. She';
+    const full = (await complete({ prompt: P, max_tokens: 60, svc_retain_prefix: false })).choices[0].text as string;
+    // A stop of many tokens, well inside the answer (a short one fit the re-tokenization slack).
+    const stop = full.slice(Math.floor(full.length / 3), Math.floor(full.length / 3) + 45);
+    for (const stream of [false, true]) {
+      const session = `stop-${stream}`;
+      const body = { prompt: P, max_tokens: 60, stop: [stop], svc_session: session };
+      let text: string;
+      if (!stream) {
+        const first = await complete(body);
+        expect(first.choices[0].finish_reason).toBe('stop');
+        text = first.choices[0].text;
+      } else {
+        const r = await fetch(`${srv.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, temperature: 0, stream: true }) });
+        const frames = (await r.text()).split('\n').filter((l) => l.startsWith('data: {'));
+        text = frames.map((l) => JSON.parse(l.slice(6)).choices[0]?.text ?? '').join('');
+      }
+      expect(text).toBe(full.slice(0, full.indexOf(stop)));
+      // It was a 400 "holds N tokens and the prompt diverges": the context held the stop string's tokens.
+      const next = await complete({ prompt: P + text + ' Then', max_tokens: 4, svc_session: session });
+      expect(next.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(10);
+    }
+  });
+
   it('answers the spec errors', async () => {
     const ctx = (await postJson(`${srv.url}/v1/contexts`, { prompt: 'Once upon a time' })).json;
     const both = await postJson(`${srv.url}/v1/contexts`, { prompt: 'x', messages: [] });

@@ -347,10 +347,11 @@ export class Scheduler {
     if (s.spec.session) {
       // The context keeps its sequence; what the KV holds is exactly what was decoded. A request
       // whose client left keeps its prompt only: the answer never reached the client whole, and
-      // the same request sent again must find the prompt it holds (it was a 400 "diverges").
+      // the same request sent again must find the prompt it holds (it was a 400 "diverges"). One
+      // ended by a stop string keeps the answer without it: the client's next turn continues that.
       const all = s.heldTokens();
-      const keep = s.cancelled ? s.nPast : Math.min(all.length, s.nPast + Math.max(0, s.generated.length - 1));
-      if (s.cancelled) this.ctx.seqRemove(s.seq, keep, -1);
+      const keep = s.cancelled ? s.nPast : Math.min(all.length, s.nPast + s.keptAnswerTokens());
+      if (keep < all.length) this.ctx.seqRemove(s.seq, keep, -1);
       s.spec.session.onRelease(all.subarray(0, keep), retain);
     } else if (retain && s.spec.retainPrefix && !s.spec.media) {
       for (const freed of this.cache.retain(s.seq, s.heldTokens(), s.spec.promptTokens.length, s.spec.cachePartition)) this.freeSeq(freed);

@@ -108,6 +108,10 @@ export class Sequence {
   /** Characters decoded, and released past the stop matcher (a stop string's are never released). */
   private decodedChars = 0;
   private releasedChars = 0;
+  /** Where each generated token's text ends in the decoded text; -1 while its character waits for more bytes. */
+  private readonly tokenEnds: number[] = [];
+  /** The stop string that ended it, if one did: its tokens' text never reached the client. */
+  private stoppedBy?: string;
 
   constructor(
     readonly spec: SequenceSpec,
@@ -170,6 +174,19 @@ export class Sequence {
   }
 
   /**
+   * Generated tokens a context keeps once generation ended: all but the last sampled one (never
+   * decoded), and after a stop string only those whose text the client got. A context holding the
+   * stop string's tokens refused the next turn, which continues the text the client saw.
+   */
+  keptAnswerTokens(): number {
+    const decoded = Math.max(0, this.generated.length - 1);
+    if (this.stoppedBy === undefined) return decoded;
+    let n = 0;
+    while (n < decoded && this.tokenEnds[n] >= 0 && this.tokenEnds[n] <= this.releasedChars) n++;
+    return n;
+  }
+
+  /**
    * Takes a sampled token. Returns a finish reason when generation must end.
    */
   accept(token: number, lp: NativeTokenLogprob | null, nCtxSeq: number): { finish?: FinishReason; stop?: string } {
@@ -180,6 +197,7 @@ export class Sequence {
     // max_tokens 0 only fills the KV (context prefill): the sampled token is dropped.
     if (this.spec.maxTokens === 0) return { finish: 'length' };
     this.generated.push(token);
+    this.tokenEnds.push(-1);
     this.lastToken = token;
     if (!this.spec.ignoreEos && this.model.isEog(token)) return { finish: 'stop' };
     const bytes = this.model.tokenToPiece(token, this.shown.size > 0 && this.shown.has(token));
@@ -191,6 +209,8 @@ export class Sequence {
     const text = this.decoder.push(bytes);
     if (text) {
       this.decodedChars += text.length;
+      // This token's text, and that of the tokens before it that held only part of a character.
+      for (let i = this.tokenEnds.length - 1; i >= 0 && this.tokenEnds[i] < 0; i--) this.tokenEnds[i] = this.decodedChars;
       // Once a call opens, only the template's own stops hold (the caller's are for the answer's text).
       if (this.callWatch?.push(text)) this.stops = new StopMatcher(this.spec.callStops ?? [], this.stops.flush());
       const { emit, stop } = this.stops.push(text);
@@ -206,6 +226,7 @@ export class Sequence {
   finish(reason: FinishReason, stop: string | undefined, decodeEnd: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.stoppedBy = stop;
     this.unlisten();
     if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
     let finishReason = reason;
