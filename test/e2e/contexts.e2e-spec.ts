@@ -1,7 +1,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixtureModel, STORIES } from './helpers/fixtures';
+import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
 import { postJson, RunningServer, startServer } from './helpers/server';
 
 jest.setTimeout(180_000);
@@ -268,6 +268,28 @@ describe('sealed context files (-context-key)', () => {
       const imp = await fetch(`${srv.url}/v1/contexts/import`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: exported });
       expect(imp.status).toBe(201);
       expect(((await imp.json()) as any).from).toBe(ctx.id);
+    } finally {
+      await srv.stop();
+    }
+  });
+});
+
+describe('snapshots of a model whose heads are wider than n_embd / n_head', () => {
+  it('restores and imports its own files (the body limit read n_embd alone: a 413)', async () => {
+    // 12 layers x 4 KV heads x (256 + 256) wide x 2 bytes: 48 KiB a token, where n_embd 64 suggests 6 KiB.
+    const srv = await startServer(['-m', syntheticModel('wide-heads-tiny'), '-threads', '2']);
+    try {
+      const created = await postJson(`${srv.url}/v1/contexts`, { prompt: 'hello world '.repeat(480) });
+      expect(created.status).toBe(201);
+      expect(created.json.tokens).toBeGreaterThan(900);
+      const snap = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${created.json.id}/snapshot`)).arrayBuffer());
+      // Past the 32 MiB of an ordinary body.
+      expect(snap.length).toBeGreaterThan(32 * 1024 * 1024);
+      const restored = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: snap });
+      expect([restored.status, ((await restored.json()) as { tokens: number }).tokens]).toEqual([201, created.json.tokens]);
+      const exported = Buffer.from(await (await fetch(`${srv.url}/v1/contexts/${created.json.id}/export`)).arrayBuffer());
+      const imported = await fetch(`${srv.url}/v1/contexts/import`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: exported });
+      expect(imported.status).toBe(201);
     } finally {
       await srv.stop();
     }

@@ -240,8 +240,11 @@ export function snapshotBodyLimit(kv: Record<string, unknown> | undefined, ctxFl
   const heads = n('attention.head_count', 32);
   const kvHeads = n('attention.head_count_kv', heads);
   const ctx = Math.min(n('context_length', 4096), ctxFlag > 0 ? ctxFlag : 4096);
-  const kvDim = Math.ceil((embd / Math.max(1, heads)) * kvHeads);
-  return layers * ctx * kvDim * 2 * 4 + ctx * 16 + (1 << 20);
+  // A head is key_length (value_length) wide where the file says so: n_embd / n_head under-counted
+  // models with wider heads (GLM-4.5, Gemma), and their own snapshots were a 413.
+  const keyLen = n('attention.key_length', embd / Math.max(1, heads));
+  const valueLen = n('attention.value_length', keyLen);
+  return Math.ceil(layers * ctx * kvHeads * (keyLen + valueLen) * 4) + ctx * 16 + (1 << 20);
 }
 
 /** Architecture and shape: identifies weights the way legacy snapshots did. */
