@@ -8,8 +8,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, fixtureModel, STORIES } from './helpers/fixtures';
-import { serveFile } from './helpers/fake-registry';
+import { ROOT, fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
+import { FakeRegistry, serveFile, sha256 } from './helpers/fake-registry';
 import { aliceAndBobCallers, freePort, RunningServer, startServer, TlsClientOptions } from './helpers/server';
 import { AuthFiles, send } from './helpers/auth';
 
@@ -131,5 +131,28 @@ describe('svc pull', () => {
     expect(r.stderr).not.toContain('svc: pull');
     expect(r.code).toBe(0);
     expect(stored(store)).toEqual([NAME]);
+  });
+});
+
+describe('two svc pulls into one store at once (no server at the address)', () => {
+  it('both succeed: one waits for the other to download, and neither deletes what the other fetched', async () => {
+    const weights = readFileSync(syntheticModel('qwen2.5-tiny'));
+    // About 40 MB/s: the second starts while the first is still downloading.
+    const reg = await new FakeRegistry({ throttle: 2 * 1024 * 1024 }).start();
+    try {
+      reg.add({ name: 'library/both:latest', layers: [{ mediaType: 'application/vnd.ollama.image.model', data: weights }] });
+      const store = mkdtempSync(join(tmpdir(), 'svc-pull-twice-'));
+      const args = [`127.0.0.1:${reg.port}/library/both`, '-addr', `127.0.0.1:${await freePort()}`, '-store', store];
+      const env = { SVC_REGISTRY_SCHEME: 'http' };
+      // Both appended to one part file, and one's cleanup deleted the other's blob: both failed, the store empty.
+      const [a, b] = await Promise.all([svcPull(args, env), new Promise((r) => setTimeout(r, 300)).then(() => svcPull(args, env))]);
+      expect([a.code, a.stderr.trim().split('\n').pop(), b.code, b.stderr.trim().split('\n').pop()]).toEqual([0, 'success', 0, 'success']);
+      expect(stored(store)).toEqual(['both:latest']);
+      expect(sha256(readFileSync(join(store, 'blobs', sha256(weights).replace(':', '-'))))).toBe(sha256(weights));
+      // No lock, pin or part left behind.
+      expect(readdirSync(join(store, 'partial'))).toEqual([]);
+    } finally {
+      await reg.stop();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
-import { ManifestStore, STALE_COPY_MS } from '../../libs/store/src/manifest-store';
+import { ManifestStore, STALE_COPY_MS, STALE_PART_MS } from '../../libs/store/src/manifest-store';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CatalogEntry, DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
@@ -156,6 +156,49 @@ describe('temporary files of copies', () => {
     expect(existsSync(stale)).toBe(true);
     new ManifestStore(root, true);
     expect(readdirSync(partial).sort()).toEqual(['sha256-bb.2222.copy', 'sha256-cc.part0']);
+  });
+
+  it('a download nobody resumed for a week goes at the next start (its parts, joined file and validator)', () => {
+    const root = tmp('svc-sweep-parts-');
+    const partial = join(root, 'partial');
+    mkdirSync(partial, { recursive: true });
+    const names = ['sha256-dd.part0', 'sha256-dd.part3', 'url-ee.joined', 'url-ee.part0.validator', 'sha256-ff.part0'];
+    for (const n of names) writeFileSync(join(partial, n), 'x');
+    const weekAgo = new Date(Date.now() - STALE_PART_MS - 60_000);
+    for (const n of names.slice(0, 4)) utimesSync(join(partial, n), weekAgo, weekAgo);
+    new ManifestStore(root, true);
+    expect(readdirSync(partial)).toEqual(['sha256-ff.part0']);
+  });
+});
+
+describe('pins across processes', () => {
+  it('a blob another running process pinned (partial/<digest>.pin-<pid>) is kept; a dead process\'s pin is not', () => {
+    const root = tmp('svc-pins-');
+    const store = new ManifestStore(root, true);
+    mkdirSync(store.blobsDir, { recursive: true });
+    mkdirSync(store.partialDir, { recursive: true });
+    const blob = (text: string) => {
+      const data = Buffer.from(text);
+      writeFileSync(store.blobPath(sha256(data)), data);
+      return sha256(data);
+    };
+    const kept = blob('pinned by the parent process');
+    const dropped = blob('pinned by a process that is gone');
+    writeFileSync(join(store.partialDir, `${kept.replace(':', '-')}.pin-${process.ppid}`), '');
+    // pid 2^22 + 1 is past Linux's pid_max: no process has it.
+    const deadPin = join(store.partialDir, `${dropped.replace(':', '-')}.pin-4194305`);
+    writeFileSync(deadPin, '');
+    store.dropUnreferenced(kept);
+    store.dropUnreferenced(dropped);
+    expect([existsSync(store.blobPath(kept)), existsSync(store.blobPath(dropped)), existsSync(deadPin)]).toEqual([true, false, false]);
+    // This process's own pins are files too, gone with the last unpin.
+    store.pin(dropped);
+    store.pin(dropped);
+    const own = join(store.partialDir, `${dropped.replace(':', '-')}.pin-${process.pid}`);
+    store.unpin(dropped);
+    expect(existsSync(own)).toBe(true);
+    store.unpin(dropped);
+    expect(existsSync(own)).toBe(false);
   });
 });
 

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { processAlive } from './process-files';
 import { join } from 'node:path';
 import { writeFileAtomic, fsyncDir } from './atomic-file';
 import { checkDigest, displayName, manifestRelPath, ModelRef, parseModelRef } from './model-ref';
@@ -11,6 +12,8 @@ export const MEDIA_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+j
 
 /** How long a copy's temporary file may sit unwritten before the next start removes it. */
 export const STALE_COPY_MS = 10 * 60_000;
+/** How long an unfinished download's parts wait for a pull to resume them (a week). */
+export const STALE_PART_MS = 7 * 24 * 3600_000;
 
 export interface Layer {
   mediaType: string;
@@ -42,17 +45,41 @@ export class ManifestStore {
   /**
    * Digests pulls in this process are fetching or have fetched but not yet referenced: never
    * garbage. Counted: two pulls of one model (one aborted, one retried) share their blobs.
+   * Each is also a file, partial/<digest>.pin-<pid>, so another process on the store (a second
+   * `svc pull`) keeps them too: one's failed pull deleted a blob the other had just verified.
    */
   private readonly pins = new Map<string, number>();
 
   pin(digest: string): void {
-    this.pins.set(digest, (this.pins.get(digest) ?? 0) + 1);
+    const n = (this.pins.get(digest) ?? 0) + 1;
+    this.pins.set(digest, n);
+    if (n === 1 && this.writable) {
+      mkdirSync(this.partialDir, { recursive: true });
+      writeFileSync(this.pinFile(digest, process.pid), '');
+    }
   }
 
   unpin(digest: string): void {
     const n = (this.pins.get(digest) ?? 0) - 1;
-    if (n > 0) this.pins.set(digest, n);
-    else this.pins.delete(digest);
+    if (n > 0) return void this.pins.set(digest, n);
+    this.pins.delete(digest);
+    rmSync(this.pinFile(digest, process.pid), { force: true });
+  }
+
+  private pinFile(digest: string, pid: number): string {
+    return join(this.partialDir, `${checkDigest(digest).replace(':', '-')}.pin-${pid}`);
+  }
+
+  /** Digests other running processes on this store have pinned; their dead ones' pins go. */
+  private pinnedElsewhere(): Set<string> {
+    const out = new Set<string>();
+    for (const n of safeReaddir(this.partialDir)) {
+      const m = /^sha256-([0-9a-f]{64})\.pin-(\d+)$/.exec(n);
+      if (!m || Number(m[2]) === process.pid) continue;
+      if (processAlive(Number(m[2]))) out.add(`sha256:${m[1]}`);
+      else rmSync(join(this.partialDir, n), { force: true });
+    }
+    return out;
   }
 
   constructor(
@@ -65,20 +92,17 @@ export class ManifestStore {
   /**
    * A copy that crashed mid-way leaves its temporary file in partial/ under a name nothing will
    * ask for again (it carries a random id). One untouched for STALE_COPY_MS is not being written
-   * by any process sharing the store, so it goes. Downloads' parts stay: a pull resumes them.
+   * by any process sharing the store, so it goes. A download's parts stay for STALE_PART_MS, so
+   * a pull resumes them; past that they are a pull nobody retried (the tag moved, the model was
+   * deleted), which kept gigabytes nothing listed.
    */
   private sweepStaleCopies(now = Date.now()): void {
-    let names: string[];
-    try {
-      names = readdirSync(this.partialDir);
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      if (!n.endsWith('.copy')) continue;
+    for (const n of safeReaddir(this.partialDir)) {
+      const limit = n.endsWith('.copy') ? STALE_COPY_MS : /\.(part\d+|joined|validator)$/.test(n) ? STALE_PART_MS : undefined;
+      if (limit === undefined) continue;
       const p = join(this.partialDir, n);
       try {
-        if (now - statSync(p).mtimeMs > STALE_COPY_MS) unlinkSync(p);
+        if (now - statSync(p).mtimeMs > limit) unlinkSync(p);
       } catch {
         // gone already, or not ours to remove: harmless either way
       }
@@ -189,7 +213,7 @@ export class ManifestStore {
   }
 
   private collectGarbage(candidates: Set<string>): void {
-    const live = new Set<string>(this.pins.keys());
+    const live = new Set<string>([...this.pins.keys(), ...this.pinnedElsewhere()]);
     for (const other of this.list()) for (const d of digestsOf(other.manifest)) live.add(d);
     for (const d of candidates) {
       if (live.has(d)) continue;
@@ -226,6 +250,14 @@ function entries(p: string) {
   if (!existsSync(p)) return [];
   try {
     return readdirSync(p, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
+  } catch {
+    return [];
+  }
+}
+
+function safeReaddir(p: string): string[] {
+  try {
+    return readdirSync(p);
   } catch {
     return [];
   }

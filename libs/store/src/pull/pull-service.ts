@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync, mkdirSync } from 'node:fs';
 import { InvalidRequestError } from '../../../engine/src/core/errors';
 import { Layer, Manifest, ManifestStore, MEDIA_MANIFEST, MEDIA_MODEL } from '../manifest-store';
 import { checkDigest, displayName, ModelRef, parseModelRef } from '../model-ref';
 import { downloadBlob } from './blob-download';
+import { withDownloadLock } from './download-lock';
 import { PullError, reach, RegistryClient } from './registry-client';
 
 /** One progress object, as the local-runner's pull streams them. */
@@ -75,18 +76,21 @@ export class PullService {
       emit({ status, digest: l.digest, total: l.size, completed: l.size });
       return;
     }
-    await this.once(l.digest, async () =>
-      // A pull of the same blob that ran while this one waited may have brought it already.
-      this.store.hasBlob(l) ? undefined : downloadBlob({
-        digest: l.digest,
-        key: l.digest.replace(':', '-'),
-        size: l.size,
-        partialDir: this.store.partialDir,
-        dest: () => this.store.blobPath(l.digest),
-        get: (headers, signal) => client.fetch(client.blobUrl(l.digest), { headers, signal }),
-        onProgress: throttle((completed, total) => emit({ status, digest: l.digest, total, completed })),
-        signal: o.signal,
-      }),
+    const key = l.digest.replace(':', '-');
+    await this.once(l.digest, () =>
+      // One download of a blob at a time across processes too; another's may bring it meanwhile.
+      this.withLock(key, o.signal, async () =>
+        this.store.hasBlob(l) ? undefined : downloadBlob({
+          digest: l.digest,
+          key,
+          size: l.size,
+          partialDir: this.store.partialDir,
+          dest: () => this.store.blobPath(l.digest),
+          get: (headers, signal) => client.fetch(client.blobUrl(l.digest), { headers, signal }),
+          onProgress: throttle((completed, total) => emit({ status, digest: l.digest, total, completed })),
+          signal: o.signal,
+        }),
+      ),
     );
     emit({ status, digest: l.digest, total: l.size, completed: l.size });
   }
@@ -112,16 +116,18 @@ export class PullService {
     const key = `url-${createHash('sha256').update(url).digest('hex').slice(0, 24)}`;
     const status = `pulling ${key.slice(4, 16)}`;
     const hex = await this.once(key, () =>
-      downloadBlob({
-        key,
-        size,
-        partialDir: this.store.partialDir,
-        dest: (h) => this.store.blobPath(`sha256:${h}`),
-        get: (headers, signal) => reach(u.href, { headers, signal, redirect: 'follow' }),
-        onProgress: throttle((completed, total) => emit({ status, total: total || completed, completed })),
-        onVerify: () => emit({ status: 'verifying sha256 digest' }),
-        signal: o.signal,
-      }),
+      this.withLock(key, o.signal, () =>
+        downloadBlob({
+          key,
+          size,
+          partialDir: this.store.partialDir,
+          dest: (h) => this.store.blobPath(`sha256:${h}`),
+          get: (headers, signal) => reach(u.href, { headers, signal, redirect: 'follow' }),
+          onProgress: throttle((completed, total) => emit({ status, total: total || completed, completed })),
+          onVerify: () => emit({ status: 'verifying sha256 digest' }),
+          signal: o.signal,
+        }),
+      ),
     );
     const digest = `sha256:${hex}`;
     // A URL is the caller's choice: a page or an archive there is refused, not listed as a model.
@@ -139,6 +145,12 @@ export class PullService {
 
   private blobSize(digest: string): number {
     return statSync(this.store.blobPath(digest)).size;
+  }
+
+  /** The download of `key` by this process alone on the store (see withDownloadLock); partial/ made first. */
+  private withLock<T>(key: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    mkdirSync(this.store.partialDir, { recursive: true });
+    return withDownloadLock(this.store.partialDir, key, signal, fn);
   }
 
   private async once<T>(key: string, fn: () => Promise<T>): Promise<T> {
