@@ -185,6 +185,15 @@ describe('PDF parts on a model without a projector', () => {
     expect(made.usage.input_tokens).toBeGreaterThan(10);
   });
 
+  it('a context made of messages reads a PDF as chat does: the chat turn on it finds what it holds', async () => {
+    const messages = [{ role: 'user', content: [{ type: 'file', file: { file_data: pdfData(pdf(['Minutes of the meeting'])), filename: 'm.pdf' } }, { type: 'text', text: 'Summarize.' }] }];
+    const made = await postJson(`${srv.url}/v1/contexts`, { messages });
+    expect([made.status, made.json.error]).toEqual([201, undefined]);
+    const turn = await postJson(`${srv.url}/v1/chat/completions`, { model: '', max_tokens: 4, temperature: 0, messages, svc_session: made.json.id });
+    expect([turn.status, turn.json.error]).toEqual([200, undefined]);
+    expect(turn.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(made.json.tokens - 8);
+  });
+
   it('chat file parts through the official OpenAI client; a video still needs a projector', async () => {
     const openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x' });
     const r = await openai.chat.completions.create({ model: '', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: pdfData(pdf(['Quarterly numbers'])), filename: 'q.pdf' } }, { type: 'text', text: 'Summarize.' }] }] });

@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SERVER_CONFIG, ServerConfig, VERSION } from '../../../apps/server/src/config/server-config';
 import { ContextNotFoundError } from '../../engine/src/contexts/context-errors';
+import { planMedia } from '../../engine/src/media/media-plan';
+import { MAX_PICTURES } from '../../engine/src/media/media-thinning';
 import { KvContext } from '../../engine/src/contexts/kv-context';
 import { EngineError, InvalidRequestError } from '../../engine/src/core/errors';
 import { CoreMessage } from '../../engine/src/core/generation-request';
@@ -215,7 +217,9 @@ export class ContextsService {
       });
       // Checked as a chat request checks them: a context is never made of messages chat refuses.
       checkMessages(body.messages as Array<{ role?: unknown }>);
-      const messages = (body.messages as Array<Record<string, unknown>>).map(toCoreMessage);
+      // A PDF is read as its text, as chat reads it (pages without text are noted, never drawn: a context holds text only).
+      const plan = await planMedia((body.messages as Array<Record<string, unknown>>).map(toCoreMessage), { vision: false });
+      const { messages } = plan.select(MAX_PICTURES);
       // With the model's SYSTEM, as a chat request renders them: svc_session then continues it.
       const defaults = this.models.catalog.defaults(this.models.catalog.resolve(model));
       // A context is matched by its tokens, which cannot tell two pictures apart: text only, even on a vision model.
