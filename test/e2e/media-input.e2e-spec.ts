@@ -70,10 +70,26 @@ describe('video and PDF parts, and thinning (vision model)', () => {
     expect([byUrl.status, byUrl.json.usage?.prompt_tokens]).toEqual([200, r.json.usage.prompt_tokens]);
   });
 
-  it('a webm video is read too', async () => {
+  it('a webm video is read too, and an animated GIF under its own type', async () => {
     const r = await chat(ask([{ type: 'video_url', video_url: { url: videoUrl(video(2, { format: 'webm' }), 'video/webm') } }]));
     expect([r.status, r.json.error]).toEqual([200, undefined]);
     expect(r.json.usage.prompt_tokens).toBeGreaterThan(2 * IMAGE_POSITIONS);
+    const gif = await chat(ask([{ type: 'video_url', video_url: { url: videoUrl(video(2, { format: 'gif' }), 'image/gif') } }]));
+    expect([gif.status, gif.json.usage?.prompt_tokens]).toEqual([200, r.json.usage.prompt_tokens]);
+  });
+
+  it('count_tokens thins as a generation of the same body does, and says so', async () => {
+    const blocks = Array.from({ length: 16 }, () => ({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: red.toString('base64') } }));
+    for (const max of [8, undefined]) {
+      const body = { model: '', ...(max ? { max_tokens: max } : {}), messages: [{ role: 'user', content: [...blocks, { type: 'text', text: 'hi' }] }] };
+      const count = await postJson(`${srv.url}/v1/messages/count_tokens`, body);
+      // Generation with the dialect's default max_tokens (1024) when the body has none.
+      const gen = await postJson(`${srv.url}/v1/messages`, { max_tokens: 1024, ...body });
+      expect([count.status, gen.status]).toEqual([200, 200]);
+      expect(count.json.input_tokens).toBe(gen.json.usage.input_tokens + (gen.json.usage.cache_read_input_tokens ?? 0));
+      expect(count.headers.get('x-svc-media')).toBe(gen.headers.get('x-svc-media'));
+      expect(count.headers.get('x-svc-media')).toMatch(/^images=\d+\/16$/);
+    }
   });
 
   it('a 30 s video is thinned to what fits the request, and says so in X-Svc-Media and svc_media', async () => {
@@ -140,6 +156,9 @@ describe('video and PDF parts, and thinning (vision model)', () => {
       [{ type: 'video_url', video_url: { url: `${hostUrl}/missing.mp4` } }, /^video 1: http:\/\/127\.0\.0\.1:\d+\/missing\.mp4 could not be fetched$/],
       [{ type: 'file', file: { file_data: pdfData(Buffer.from('plain words, not a PDF')) } }, /^file 1 is not a PDF \(no %PDF- header\)$/],
       [{ type: 'file', file: { file_data: pdfData(Buffer.from('%PDF-1.4\nbroken')) } }, /^file 1 cannot be decoded: /],
+      [{ type: 'file', file: { file_data: pdfData(pdf([])) } }, /^file 1 has no pages$/],
+      // Past the pixels an image may have: an 8000x8000 video of 424 KB took ffmpeg to 441 MiB.
+      [{ type: 'video_url', video_url: { url: videoUrl(video(1, { size: '4200x4100', plain: true, format: 'mov' }), 'video/quicktime') } }, /^video 1 is 4200x4100 pixels/],
     ];
     for (const [part, message] of cases) {
       const r = await chat(ask([part]));

@@ -4,6 +4,12 @@ import { evenly, keptPictures, LOOSE, PictureSlot } from '../../libs/engine/src/
 import { splitPngs, videoFrames } from '../../libs/engine/src/media/video-frames';
 import { MAX_RUNNING_TOOLS, runMediaTool } from '../../libs/engine/src/media/media-tools';
 import { mediaHeaderValue } from '../../libs/dialects/src/shared/media-header';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NativeProjector } from '../../libs/engine/src/backend/native-addon';
+import { readVisionPrompt } from '../../libs/engine/src/media/vision-prompt';
 import { png } from '../e2e/helpers/images';
 import { pdf, video } from '../e2e/helpers/media';
 
@@ -60,7 +66,43 @@ describe('planMedia', () => {
     expect(textOf(sel.messages[1])).toBe('[PDF a.pdf, 2 pages]|\n[page 1]\nAlpha words|\n[page 2]\n|<image>|q');
     const page = (sel.messages[1].content as CoreContentPart[])[3];
     expect(vision.made.get(page as never)?.label).toBe('file 1 page 2');
-    expect(vision.made.get(page as never)?.bytes.subarray(1, 4).toString()).toBe('PNG');
+    expect((await vision.made.get(page as never)!.read()).subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('a page without text is drawn only when read (a thinned-away page never is), once', async () => {
+    // pdftoppm on the PATH through a shim that counts its runs.
+    const bin = mkdtempSync(join(tmpdir(), 'svc-shim-'));
+    const log = join(bin, 'runs');
+    writeFileSync(join(bin, 'pdftoppm'), `#!/bin/sh\necho run >> ${log}\nexec ${execFileSync('sh', ['-c', 'command -v pdftoppm']).toString().trim()} "$@"\n`, { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const file: CoreContentPart = { type: 'media', kind: 'file', data: pdf(Array(20).fill(null)).toString('base64') };
+      const plan = await planMedia([{ role: 'user', content: [file] }], { vision: true });
+      // 16 pages of the request's PDFs are offered as pictures (the rest noted), 4 kept.
+      expect(textOf(plan.select(32).messages[0])).toContain('[page 17]\n(no text on this page)');
+      const sel = plan.select(4);
+      expect(sel.tally).toEqual({ images: { received: 16, kept: 4 } });
+      expect(existsSync(log)).toBe(false);
+      const pages = (sel.messages[0].content as CoreContentPart[]).filter((p) => p.type === 'media');
+      expect(pages).toHaveLength(4);
+      expect(textOf(sel.messages[0])).toContain('[page 1]\n|(a page image left out)');
+      await plan.made.get(pages[0] as never)!.read();
+      await plan.made.get(pages[0] as never)!.read();
+      expect(readFileSync(log, 'utf8')).toBe('run\n');
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it('after thinning, a refusal names the image by its number in the request', async () => {
+    const bad: CoreContentPart = { type: 'media', kind: 'image', data: Buffer.from('not an image at all').toString('base64') };
+    const parts = Array.from({ length: 17 }, img);
+    parts[1] = bad;
+    const plan = await planMedia([{ role: 'user', content: [...parts, { type: 'text', text: 'q' }] }], { vision: true });
+    const sel = plan.select(32);
+    const kept = (sel.messages[0].content as CoreContentPart[]).filter((p) => p.type === 'media') as never[];
+    await expect(readVisionPrompt({} as NativeProjector, 'x', kept, { numbers: plan.numbers })).rejects.toThrow(/^image 2 cannot be decoded/);
   });
 
   it('a video on a model without a projector is left for the renderer to refuse', async () => {
@@ -81,6 +123,31 @@ describe('videoFrames', () => {
     const sparse = await videoFrames(video(200, { size: '160x120' }), 'video 1');
     expect([sparse.frames.length, sparse.nominal]).toEqual([16, 200]);
     expect(new Set(sparse.frames.map((f) => f.toString('base64'))).size).toBe(16);
+  });
+
+  it('frames far apart are each sought: a video with one key frame still gives 16 different pictures', async () => {
+    // Key frames alone (skip_frame) gave frame 0 eleven times over.
+    const v = await videoFrames(video(180, { size: '160x120', gop: 100000 }), 'video 1');
+    expect([v.frames.length, v.nominal]).toEqual([16, 180]);
+    expect(new Set(v.frames.map((f) => f.toString('base64'))).size).toBe(16);
+  });
+
+  it('a recording whose header has no length is measured by its packets: frames spread over all of it', async () => {
+    const v = await videoFrames(video(40, { format: 'webm', live: true }), 'video 1');
+    expect([v.frames.length, v.nominal]).toEqual([16, 40]);
+  });
+
+  it('the length of the video stream counts, not that of a longer audio track (nothing was thinned)', async () => {
+    const v = await videoFrames(video(2, { audioSeconds: 10 }), 'video 1');
+    expect([v.frames.length, v.nominal]).toEqual([2, 2]);
+  });
+
+  it('refuses a video past the pixels an image may have, and names no temporary path', async () => {
+    await expect(videoFrames(video(1, { size: '4200x4100', plain: true, format: 'mov' }), 'video 2')).rejects.toThrow('video 2 is 4200x4100 pixels; videos are taken up to 16777216 pixels a frame (4096x4096)');
+    const playlist = Buffer.from('#EXTM3U\n#EXTINF:1,\nfile:///etc/hostname\n');
+    const err = (await videoFrames(playlist, 'video 1').catch((e: Error) => e)) as Error;
+    expect(err.message).toMatch(/^video 1 cannot be decoded: /);
+    expect(err.message).not.toContain(tmpdir());
   });
 
   it('splitPngs splits PNGs written back to back, and drops a cut-off tail', () => {

@@ -168,12 +168,18 @@ export class EngineService implements OnApplicationShutdown {
   }
 
   /** Tokens of a prompt as the model would read it (template included). */
-  async countTokens(model: string, prompt: PromptInput): Promise<{ model: LoadedModel; tokens: number }> {
+  /**
+   * Tokens of a prompt as a generation with `maxTokens` would read it: images count the positions
+   * they take, PDFs their text, and pictures are thinned the same way (`media` says when).
+   */
+  async countTokens(model: string, prompt: PromptInput, opts: { maxTokens?: number; signal?: AbortSignal } = {}): Promise<{ model: LoadedModel; tokens: number; media?: MediaTally }> {
     const { lm, entry } = await this.models.acquireNamed(model);
-    // Images count the positions they take, PDFs their text, as in a generation's usage.
-    const { tokens, media } = await readPrompt(lm, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' }, {});
-    media?.prompt.dispose();
-    return { model: lm, tokens: tokens.length };
+    // Held like a generation's: a slow image fetch let keep_alive unload the projector under it.
+    return lm.held(async () => {
+      const { tokens, media, tally } = await readPrompt(lm, withModelSystem(prompt, this.models.catalog.defaults(entry)), { kind: 'none' }, opts);
+      media?.prompt.dispose();
+      return { model: lm, tokens: tokens.length, media: tally };
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -32,13 +32,33 @@ export function pdf(pages: Array<string | null>): Buffer {
 }
 
 /** A test-pattern video made by ffmpeg (the same program the server reads videos with). */
-export function video(seconds: number, opts: { size?: string; format?: 'mp4' | 'webm'; audioOnly?: boolean } = {}): Buffer {
+export function video(
+  seconds: number,
+  opts: {
+    size?: string;
+    format?: 'mp4' | 'webm' | 'mov' | 'gif';
+    audioOnly?: boolean;
+    /** Frames between key frames (ffmpeg's -g). */
+    gop?: number;
+    /** A webm written as a live recording: no duration in its header (browsers' MediaRecorder). */
+    live?: boolean;
+    /** A plain grey picture (cheap at any size) instead of the moving test pattern. */
+    plain?: boolean;
+    /** An audio track this long beside the video. */
+    audioSeconds?: number;
+  } = {},
+): Buffer {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-video-'));
   try {
-    const file = join(dir, `v.${opts.format ?? 'mp4'}`);
-    const input = opts.audioOnly ? ['-f', 'lavfi', '-i', `sine=duration=${seconds}`] : ['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=${opts.size ?? '64x48'}:rate=5`, '-pix_fmt', 'yuv420p'];
-    const codec = opts.audioOnly ? [] : opts.format === 'webm' ? ['-c:v', 'libvpx'] : ['-c:v', 'mpeg4'];
-    execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', ...input, ...codec, file]);
+    const format = opts.format ?? 'mp4';
+    const file = join(dir, `v.${format}`);
+    const size = opts.size ?? '64x48';
+    const picture = opts.plain ? `color=c=gray:s=${size}:d=${seconds}:r=1` : `testsrc=duration=${seconds}:size=${size}:rate=5`;
+    const input = opts.audioOnly ? ['-f', 'lavfi', '-i', `sine=duration=${seconds}`] : ['-f', 'lavfi', '-i', picture];
+    const audio = opts.audioSeconds ? ['-f', 'lavfi', '-i', `sine=duration=${opts.audioSeconds}`] : [];
+    const codec = opts.audioOnly || format === 'gif' ? [] : opts.plain ? ['-c:v', 'png'] : format === 'webm' ? ['-c:v', 'libvpx', '-pix_fmt', 'yuv420p'] : ['-c:v', 'mpeg4', '-pix_fmt', 'yuv420p'];
+    const extra = [...(opts.gop ? ['-g', String(opts.gop)] : []), ...(opts.live ? ['-live', '1'] : [])];
+    execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', ...input, ...audio, ...codec, ...extra, file]);
     return readFileSync(file);
   } finally {
     rmSync(dir, { recursive: true, force: true });

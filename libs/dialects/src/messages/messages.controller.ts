@@ -2,10 +2,10 @@ import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { EngineService } from '../../../engine/src/engine.service';
 import { RequestScope } from '../../../engine/src/core/generation-request';
-import { ScopeOfRequest } from '../../../http/src/request-scope.decorator';
+import { ClientSignal, ScopeOfRequest } from '../../../http/src/request-scope.decorator';
 import { StreamWriter } from '../../../http/src/sse';
 import { setMediaHeader } from '../shared/media-header';
-import { messagesPromptToCore, messagesRequestToCore } from './mapping/messages-request.mapper';
+import { MESSAGES_DEFAULT_MAX_TOKENS, messagesPromptToCore, messagesRequestToCore } from './mapping/messages-request.mapper';
 import { MessagesRequestDto } from './protocol/messages.dto';
 import { MessagesRenderer } from './rendering/messages-renderer';
 
@@ -31,8 +31,10 @@ export class MessagesController {
 
   @Post('count_tokens')
   @HttpCode(200)
-  async countTokens(@Body() dto: MessagesRequestDto): Promise<{ input_tokens: number; svc_model: string }> {
-    const { model, tokens } = await this.engine.countTokens(dto.model ?? '', messagesPromptToCore(dto));
+  async countTokens(@Body() dto: MessagesRequestDto, @ClientSignal() signal: AbortSignal, @Res({ passthrough: true }) reply: FastifyReply): Promise<{ input_tokens: number; svc_model: string }> {
+    // Thinned as the same body's generation would be (its max_tokens, or the dialect's default).
+    const { model, tokens, media } = await this.engine.countTokens(dto.model ?? '', messagesPromptToCore(dto), { maxTokens: dto.max_tokens ?? MESSAGES_DEFAULT_MAX_TOKENS, signal });
+    setMediaHeader(reply, media);
     return { input_tokens: tokens, svc_model: model.name };
   }
 }

@@ -17,10 +17,13 @@ export interface MediaTally {
   video_frames?: { received: number; kept: number };
 }
 
-/** A picture the server made (a video frame, a PDF page): its bytes, and its name in a refusal. */
+/** A picture the server makes (a video frame, a PDF page): its bytes, and its name in a refusal. */
 export interface MadePicture {
-  bytes: Buffer;
+  /** Its bytes; a PDF page is drawn on first read, so a page thinned away is never drawn. */
+  read(): Promise<Buffer>;
   label: string;
+  /** Said where it was when it is left out (a frame says nothing: the video is still there). */
+  note?: string;
 }
 
 /**
@@ -36,6 +39,8 @@ export class MediaPlan {
     /** Frames the videos hold at the nominal rate (before any thinning). */
     private readonly nominalFrames: number,
     readonly made: WeakMap<CoreMediaPart, MadePicture>,
+    /** The caller's images by their number in the request, for refusals after thinning ("image 2" stays image 2). */
+    readonly numbers: WeakMap<CoreMediaPart, number>,
   ) {}
 
   get count(): number {
@@ -73,7 +78,10 @@ function withoutParts(m: CoreMessage, dropped: Set<CoreMediaPart>, made: WeakMap
   for (const p of m.content) {
     if (!dropped.has(p as CoreMediaPart)) content.push(p);
     // The caller's image was there: the model is told, so "the image above" still reads. A frame is the server's own.
-    else if (!made.has(p as CoreMediaPart)) content.push({ type: 'text', text: '[image left out]' });
+    else {
+      const note = made.has(p as CoreMediaPart) ? made.get(p as CoreMediaPart)!.note : '[image left out]';
+      if (note) content.push({ type: 'text', text: note });
+    }
   }
   return { ...m, content };
 }
@@ -84,6 +92,9 @@ function withoutParts(m: CoreMessage, dropped: Set<CoreMediaPart>, made: WeakMap
  */
 export async function planMedia(messages: CoreMessage[], opts: { vision: boolean; signal?: AbortSignal }): Promise<MediaPlan> {
   const made = new WeakMap<CoreMediaPart, MadePicture>();
+  const numbers = new WeakMap<CoreMediaPart, number>();
+  let images = 0;
+  const drawable = { left: MAX_IMAGES };
   const pictures: Array<{ part: CoreMediaPart; slot: PictureSlot }> = [];
   let videos = 0;
   let files = 0;
@@ -101,7 +112,7 @@ export async function planMedia(messages: CoreMessage[], opts: { vision: boolean
         if (++files > MAX_FILES) throw new InvalidRequestError(`the request holds more than ${MAX_FILES} files; at most ${MAX_FILES} are read at once`);
         const what = `file ${files}`;
         const bytes = await partBytes(p, what, { signal: opts.signal, maxBytes: MAX_FILE_BYTES });
-        for (const q of await pdfParts(bytes, p.name, what, opts, made)) {
+        for (const q of await pdfParts(bytes, p.name, what, opts, made, drawable)) {
           content.push(q);
           if (q.type === 'media') pictures.push({ part: q, slot: { group: LOOSE, index: pictures.length } });
         }
@@ -112,35 +123,39 @@ export async function planMedia(messages: CoreMessage[], opts: { vision: boolean
         nominalFrames += v.nominal;
         v.frames.forEach((bytes, k) => {
           const frame: CoreMediaPart = { type: 'media', kind: 'image' };
-          made.set(frame, { bytes, label: `${what} frame ${k + 1}` });
+          made.set(frame, { read: async () => bytes, label: `${what} frame ${k + 1}` });
           pictures.push({ part: frame, slot: { group: what, index: k } });
           content.push(frame);
         });
       } else {
         content.push(p);
-        if (p.kind === 'image') pictures.push({ part: p, slot: { group: LOOSE, index: pictures.length } });
+        if (p.kind === 'image') {
+          numbers.set(p, ++images);
+          pictures.push({ part: p, slot: { group: LOOSE, index: pictures.length } });
+        }
       }
     }
     out.push({ ...m, content });
   }
-  return new MediaPlan(out, pictures, nominalFrames, made);
+  return new MediaPlan(out, pictures, nominalFrames, made, numbers);
 }
 
 /**
  * A PDF as text parts, a page at a time; a page without text (a scan) is drawn as an image for a
  * model with a projector, and noted as such for one without.
  */
-async function pdfParts(bytes: Buffer, name: string | undefined, what: string, opts: { vision: boolean; signal?: AbortSignal }, made: WeakMap<CoreMediaPart, MadePicture>): Promise<CoreContentPart[]> {
+async function pdfParts(bytes: Buffer, name: string | undefined, what: string, opts: { vision: boolean; signal?: AbortSignal }, made: WeakMap<CoreMediaPart, MadePicture>, drawable: { left: number }): Promise<CoreContentPart[]> {
   const { pages, more } = await pdfPageTexts(bytes, what, opts.signal);
   const parts: CoreContentPart[] = [{ type: 'text', text: `[PDF${name ? ` ${name}` : ''}, ${pages.length}${more ? '+' : ''} page${pages.length === 1 ? '' : 's'}]` }];
-  let drawn = 0;
   for (const [i, text] of pages.entries()) {
     const head = pages.length > 1 ? `\n[page ${i + 1}]\n` : '\n';
     if (text) parts.push({ type: 'text', text: head + text });
-    // No more are drawn than a request reads images.
-    else if (opts.vision && drawn++ < MAX_IMAGES) {
+    // No more pages of the request's PDFs are offered as pictures than it reads images.
+    else if (opts.vision && drawable.left-- > 0) {
       const page: CoreMediaPart = { type: 'media', kind: 'image' };
-      made.set(page, { bytes: await pdfPageImage(bytes, i + 1, what, opts.signal), label: `${what} page ${i + 1}` });
+      let drawn: Promise<Buffer> | undefined;
+      const read = (): Promise<Buffer> => (drawn ??= pdfPageImage(bytes, i + 1, what, opts.signal));
+      made.set(page, { read, label: `${what} page ${i + 1}`, note: '(a page image left out)' });
       parts.push({ type: 'text', text: head }, page);
     } else parts.push({ type: 'text', text: `${head}(no text on this page)` });
   }

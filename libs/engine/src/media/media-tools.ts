@@ -9,6 +9,8 @@ import { InvalidRequestError } from '../core/errors';
  * scripts/install-system-deps.sh install them; a machine without them answers such parts 400.
  */
 export const MEDIA_TOOL_TIMEOUT_MS = 60_000;
+/** What one request's media may take to read, all its runs together (16 pages of 60 s each were 16 minutes). */
+export const MEDIA_BUDGET_MS = 120_000;
 
 /** Which Debian package holds each tool (named in the 400 when one is missing). */
 const PACKAGE: Record<string, string> = { ffmpeg: 'ffmpeg', ffprobe: 'ffmpeg', pdftotext: 'poppler-utils', pdftoppm: 'poppler-utils' };
@@ -21,8 +23,22 @@ export interface ToolRun {
   maxOutput: number;
   /** What the request calls the part ("video 1"), for its error messages. */
   what: string;
+  /** The request's signal, with its media budget (mediaSignal): either ends the run. */
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Text never repeated in a message (a temporary file's path), and what is said instead. */
+  hide?: [string, string];
+}
+
+/** The request's own signal joined with its media budget. */
+export function mediaSignal(signal: AbortSignal | undefined): AbortSignal {
+  const budget = AbortSignal.timeout(MEDIA_BUDGET_MS);
+  return signal ? AbortSignal.any([signal, budget]) : budget;
+}
+
+function stopped(what: string, signal: AbortSignal): InvalidRequestError {
+  const budget = (signal.reason as Error | undefined)?.name === 'TimeoutError';
+  return new InvalidRequestError(budget ? `${what}: the request's media were not read within ${MEDIA_BUDGET_MS} ms` : `${what}: the request was cancelled`);
 }
 
 /**
@@ -33,44 +49,57 @@ export const MAX_RUNNING_TOOLS = Math.max(1, Math.min(4, Math.floor(availablePar
 let running = 0;
 const waiting: Array<() => void> = [];
 
-/** Runs `tool` to completion and returns its standard output; any failure is a 400 naming the part. */
+/** Runs `tool` in a turn of its own and returns its standard output; any failure is a 400 naming the part. */
 export async function runMediaTool(tool: string, run: ToolRun): Promise<Buffer> {
-  await turn(run);
+  const release = await mediaTurn(run.what, run.signal);
   try {
-    return await spawnTool(tool, run);
+    return await runTool(tool, run);
   } finally {
-    running--;
-    waiting.shift()?.();
+    release();
   }
 }
 
-/** Waits for a free place among MAX_RUNNING_TOOLS and takes it; a request gone while waiting leaves the queue. */
-function turn(run: ToolRun): Promise<void> {
-  if (run.signal?.aborted) return Promise.reject(new InvalidRequestError(`${run.what}: the request was cancelled`));
+/**
+ * Waits for a free place among MAX_RUNNING_TOOLS and takes it until the returned function is
+ * called; a request gone while waiting leaves the queue. A video holds one turn across its
+ * temporary file and its runs, so waiting videos hold no disk.
+ */
+export function mediaTurn(what: string, signal: AbortSignal | undefined): Promise<() => void> {
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    running--;
+    waiting.shift()?.();
+  };
+  if (signal?.aborted) return Promise.reject(stopped(what, signal));
   if (running < MAX_RUNNING_TOOLS) {
     running++;
-    return Promise.resolve();
+    return Promise.resolve(release);
   }
   return new Promise((resolve, reject) => {
     const go = (): void => {
-      run.signal?.removeEventListener('abort', gone);
+      signal?.removeEventListener('abort', gone);
       running++;
-      resolve();
+      resolve(release);
     };
     const gone = (): void => {
       const i = waiting.indexOf(go);
       if (i >= 0) waiting.splice(i, 1);
-      reject(new InvalidRequestError(`${run.what}: the request was cancelled`));
+      reject(stopped(what, signal!));
     };
-    run.signal?.addEventListener('abort', gone, { once: true });
+    signal?.addEventListener('abort', gone, { once: true });
     waiting.push(go);
   });
 }
 
-function spawnTool(tool: string, run: ToolRun): Promise<Buffer> {
+/** Runs `tool` now (the caller holds a turn): its standard output, or a 400 naming the part. */
+export function runTool(tool: string, run: ToolRun): Promise<Buffer> {
   const timeoutMs = run.timeoutMs ?? MEDIA_TOOL_TIMEOUT_MS;
+  const say = (text: string): string => (run.hide ? text.split(run.hide[0]).join(run.hide[1]) : text);
   return new Promise((resolve, reject) => {
-    const child = spawn(tool, run.args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    if (run.signal?.aborted) return reject(stopped(run.what, run.signal));
+    const child = spawn(tool, run.args, { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
@@ -83,7 +112,7 @@ function spawnTool(tool: string, run: ToolRun): Promise<Buffer> {
       child.stderr.destroy();
     };
     const timer = setTimeout(() => stop(new InvalidRequestError(`${run.what}: ${tool} did not finish within ${timeoutMs} ms`)), timeoutMs);
-    const onAbort = (): void => stop(new InvalidRequestError(`${run.what}: the request was cancelled`));
+    const onAbort = (): void => stop(stopped(run.what, run.signal!));
     run.signal?.addEventListener('abort', onAbort, { once: true });
     child.stdout.on('data', (c: Buffer) => {
       outBytes += c.length;
@@ -101,7 +130,7 @@ function spawnTool(tool: string, run: ToolRun): Promise<Buffer> {
       clearTimeout(timer);
       run.signal?.removeEventListener('abort', onAbort);
       if (failure) return reject(failure instanceof InvalidRequestError ? failure : new InvalidRequestError(`${run.what}: ${tool} failed (${failure.message})`));
-      if (code !== 0) return reject(new InvalidRequestError(`${run.what} cannot be decoded: ${lastLine(err) || `${tool} exited with ${code}`}`));
+      if (code !== 0) return reject(new InvalidRequestError(`${run.what} cannot be decoded: ${say(lastLine(err)) || `${tool} exited with ${code}`}`));
       resolve(Buffer.concat(out));
     });
     child.stdin.end(run.input);

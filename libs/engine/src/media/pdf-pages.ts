@@ -17,6 +17,10 @@ export async function pdfPageTexts(bytes: Buffer, what: string, signal?: AbortSi
     maxOutput: MAX_PDF_TEXT,
     what,
     signal,
+  }).catch((err: Error) => {
+    // poppler's words for a document without pages ("Wrong page range given: the first page (1) can not be after the last page (0)").
+    if (/can not be after the last page \(0\)/.test(err.message)) throw new InvalidRequestError(`${what} has no pages`);
+    throw err;
   });
   // pdftotext ends every page with a form feed.
   const pages = out.toString('utf8').split('\f');

@@ -64,18 +64,23 @@ export function textTokens(tokens: Int32Array): Int32Array {
  * pages), then the prompt tokenized around them. The caller's images are numbered among
  * themselves in a refusal ("image 2"); the server's by what they came from ("video 1 frame 3").
  */
-export async function readVisionPrompt(projector: NativeProjector, text: string, parts: CoreMediaPart[], opts: { signal?: AbortSignal; made?: WeakMap<CoreMediaPart, MadePicture> } = {}): Promise<{ tokens: Int32Array; media: PromptMedia }> {
+export async function readVisionPrompt(
+  projector: NativeProjector,
+  text: string,
+  parts: CoreMediaPart[],
+  opts: { signal?: AbortSignal; made?: WeakMap<CoreMediaPart, MadePicture>; numbers?: WeakMap<CoreMediaPart, number> } = {},
+): Promise<{ tokens: Int32Array; media: PromptMedia }> {
   // One at a time, within what the request may still take: all at once held every body together.
   const images: Buffer[] = [];
   let left = MAX_IMAGE_BYTES_TOTAL;
-  let n = 0;
+  let k = 0;
   for (const p of parts) {
     const made = opts.made?.get(p);
     if (made) {
-      images.push(made.bytes);
+      images.push(await made.read());
       continue;
     }
-    n++;
+    const n = opts.numbers?.get(p) ?? ++k;
     // Read once: a prompt thinned to fit its context is tokenized again with the same parts.
     const b = fetched.get(p) ?? (await imageBytes(p, n, { signal: opts.signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) }));
     checkImagePixels(b, n);

@@ -3,6 +3,7 @@ import { CoreMessage, OutputConstraint, PromptInput } from '../core/generation-r
 import { LoadedModel } from '../models/loaded-model';
 import { MediaPlan, MediaTally, planMedia } from '../media/media-plan';
 import { MAX_PICTURES } from '../media/media-thinning';
+import { mediaSignal } from '../media/media-tools';
 import { PromptMedia, readVisionPrompt } from '../media/vision-prompt';
 import { renderPrompt, RenderedPrompt } from './prompt-renderer';
 
@@ -35,7 +36,9 @@ export async function readPrompt(lm: LoadedModel, prompt: PromptInput, constrain
     const rendered = renderPrompt(lm.native, prompt, constraint, lm.vision);
     return { rendered, tokens: await promptTokens(lm, rendered.text, opts.priorTokens) };
   }
-  const plan = await planMedia(prompt.messages, { vision: !!lm.projector, signal: opts.signal });
+  // Every decode and fetch of this request's media, together, within MEDIA_BUDGET_MS.
+  const signal = mediaSignal(opts.signal);
+  const plan = await planMedia(prompt.messages, { vision: !!lm.projector, signal });
   let total = Math.min(plan.count, MAX_PICTURES);
   for (;;) {
     const sel = plan.select(total);
@@ -43,7 +46,7 @@ export async function readPrompt(lm: LoadedModel, prompt: PromptInput, constrain
     if (!rendered.media?.length || !lm.projector) return { rendered, tokens: await promptTokens(lm, rendered.text, opts.priorTokens), tally: sel.tally };
     // A context is matched by its tokens, which cannot tell two pictures apart.
     if (opts.session) throw new InvalidRequestError('svc_session contexts hold text only: send images without svc_session');
-    const read = await readVisionPrompt(lm.projector, priorText(lm, opts.priorTokens) + rendered.text, rendered.media, { signal: opts.signal, made: plan.made });
+    const read = await readVisionPrompt(lm.projector, priorText(lm, opts.priorTokens) + rendered.text, rendered.media, { signal, made: plan.made, numbers: plan.numbers });
     const fewer = fewerPictures(lm, plan, sel.kept, read, opts.maxTokens);
     if (fewer === undefined) return { rendered, ...read, tally: sel.tally };
     read.media.prompt.dispose();

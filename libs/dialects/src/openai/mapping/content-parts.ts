@@ -50,7 +50,9 @@ function urlOf(v: unknown, kind: 'image' | 'video', field: string, bad: (why: st
   if (/^https?:\/\//i.test(url)) return { url };
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
   if (!data) return bad(`${field}.url must be an http(s) URL or a data:${kind}/...;base64 URL`);
-  if (!data[1].startsWith(`${kind}/`)) return bad(`${field}.url is a data URL of ${data[1]}; expected ${kind}/*`);
+  // An animated GIF is a video too, under its own type.
+  const fits = data[1].startsWith(`${kind}/`) || (kind === 'video' && data[1] === 'image/gif');
+  if (!fits) return bad(`${field}.url is a data URL of ${data[1]}; expected ${kind}/*`);
   if (!isBase64(data[2])) return bad(`${field}.url data is not base64`);
   return { data: data[2], mime: data[1] };
 }
