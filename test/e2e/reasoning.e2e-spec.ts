@@ -125,6 +125,25 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([msg.content, msg.tool_calls, r.choices[0].finish_reason]).toEqual(['', undefined, 'length']);
     });
 
+    it('tools with a JSON response format on this tool-call format: a 400 that says so (it was "invalid grammar")', async () => {
+      const tools = [{ type: 'function' as const, function: { name: 'f', parameters: { type: 'object' } } }];
+      const chat = await postJson(`${srv.url}/v1/chat/completions`, { model: 'thinker', messages: hi, tools, max_tokens: 8, response_format: { type: 'json_object' } });
+      expect([chat.status, chat.json.error.message]).toEqual([400, expect.stringMatching(/^this model's tool-call format cannot be combined with a JSON response format/)]);
+      const runner = await postJson(`${srv.url}/api/chat`, { model: 'thinker', messages: hi, tools, stream: false, format: 'json' });
+      expect([runner.status, runner.json.error]).toEqual([400, expect.stringMatching(/cannot be combined with a JSON response format/)]);
+    });
+
+    it('stop strings are for the answer: the hidden </think> does not match them (the answer came back empty)', async () => {
+      expect(ANSWER).not.toMatch(/think>|<\//);
+      for (const stop of ['think>', '</']) {
+        const r = (await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, stop } as never)) as OpenAI.ChatCompletion;
+        const msg = r.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+        expect([msg.reasoning_content, msg.content, r.choices[0].finish_reason]).toEqual([THOUGHTS, ANSWER, 'length']);
+      }
+      const m = await anthropic.messages.create({ model: 'thinker', max_tokens: MAX, messages: hi, temperature: 0, stop_sequences: ['think>'], thinking: { type: 'enabled', budget_tokens: BUDGET } } as Anthropic.MessageCreateParamsNonStreaming);
+      expect([m.content, m.stop_reason, m.stop_sequence]).toEqual([[{ type: 'thinking', thinking: THOUGHTS, signature: '' }, { type: 'text', text: ANSWER }], 'max_tokens', null]);
+    });
+
     it('a required or named call is forced, after the thoughts a budget closed or at once with thinking off (it came as free text)', async () => {
       // An integer: the format writes a string parameter as free text up to its closing tag, which a random model never writes.
       const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { days: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['days'] } } }];

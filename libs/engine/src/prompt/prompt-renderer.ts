@@ -112,15 +112,22 @@ function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputC
     const thinking = answerSchema ? apply(history, false, answerSchema) : chat;
     if (answerSchema && !thinking.grammar) return { text: chat.prompt, chat };
     const parser = withoutPrefill(withoutCalls(thinking), prefill);
-    return answerSchema ? { text: thinking.prompt, chat: thinking, parser, chatGrammar: true, constraint: { kind: 'none' } } : { text: chat.prompt, chat, parser };
+    return answerSchema
+      ? { text: thinking.prompt, chat: thinking, parser, chatGrammar: true, constraint: { kind: 'none' }, thoughtTags: thoughtTags(thinking) }
+      : { text: chat.prompt, chat, parser, thoughtTags: thoughtTags(chat) };
   }
   const templateHasTools = chat.supportsTools;
   const parser = withoutPrefill(prompt.parallelToolCalls ? chat : firstCallOnly(chat), prefill);
   const forced = choice === 'required';
+  // Some tool-call formats (Qwen3.5's XML calls) get no grammar from llama.cpp for calls or a JSON
+  // answer: an empty root, which failed later as "invalid grammar: failed to parse grammar".
+  if (templateHasTools && answerSchema && !forced && chat.grammar !== undefined && /^root\s*::=\s*$/m.test(chat.grammar)) {
+    throw new InvalidRequestError("this model's tool-call format cannot be combined with a JSON response format (response_format, format, svc_format or svc_schema) in one request: send the tools, or the format");
+  }
   if (templateHasTools && chat.grammar) {
     return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true, constraint: { kind: 'none' }, callFromStart: forced && !chat.grammarLazy, callMarker: callMarker(chat), thoughtTags: thoughtTags(chat) };
   }
-  if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true };
+  if (templateHasTools && !forced) return { text: chat.prompt, chat, parser, parseCalls: true, chatGrammar: true, thoughtTags: thoughtTags(chat) };
   // No tool-call format in the template (or no grammar for a required call):
   // describe the tools in the system message and read one JSON call back,
   // constrained to the tools' schemas when a call is required.
@@ -134,7 +141,7 @@ function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputC
     const schema = forced ? schemaText(callSchema) : answerSchema;
     const thinking = schema ? apply(described, false, schema) : plain;
     if (!schema || thinking.grammar) {
-      return { text: thinking.prompt, chat: thinking, parser: thoughtsThen(thinking, calls), parseCalls: true, callFromStart: forced, ...(schema ? { chatGrammar: true, constraint: { kind: 'none' } } : {}) };
+      return { text: thinking.prompt, chat: thinking, parser: thoughtsThen(thinking, calls), parseCalls: true, callFromStart: forced, thoughtTags: thoughtTags(thinking), ...(schema ? { chatGrammar: true, constraint: { kind: 'none' } } : {}) };
     }
   }
   return { text: plain.prompt, chat: plain, parser: calls, parseCalls: true, constraint: forced ? callSchema : undefined, callFromStart: forced };

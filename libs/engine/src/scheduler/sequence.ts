@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { OutputParser, ParsedOutput } from '../prompt/output-parsers';
 import { NativeModel, NativeSampler, NativeTokenLogprob } from '../backend/native-addon';
 import { StopMatcher } from '../text/stop-matcher';
+import { ThoughtGate } from '../text/thought-gate';
 import { CallWatch, ThoughtTags } from '../text/call-watch';
 import { TokenTextDecoder, tokenDisplay } from '../text/token-text';
 import { EventChannel } from './event-channel';
@@ -102,6 +103,8 @@ export class Sequence {
   private readonly shown: ReadonlySet<number>;
   /** Looks for the call marker (spec.callMarker) while there are stop strings to turn off. */
   private readonly callWatch: CallWatch | undefined;
+  /** Keeps a reasoning model's think block from the stop strings (spec.thoughtTags). */
+  private readonly thoughtGate: ThoughtGate | undefined;
   private pendingLogprobs: TokenLogprob[] = [];
   /** Where each pending logprob's token text starts in the decoded text: it goes out once released. */
   private pendingStarts: number[] = [];
@@ -120,6 +123,7 @@ export class Sequence {
     this.stops = new StopMatcher(spec.stop);
     this.shown = new Set(spec.parser ? spec.shownSpecial ?? [] : []);
     this.callWatch = spec.callMarker && spec.stop.length ? new CallWatch(spec.callMarker, spec.thoughtTags) : undefined;
+    this.thoughtGate = spec.thoughtTags && spec.stop.length ? new ThoughtGate(spec.thoughtTags) : undefined;
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
@@ -213,7 +217,10 @@ export class Sequence {
       for (let i = this.tokenEnds.length - 1; i >= 0 && this.tokenEnds[i] < 0; i--) this.tokenEnds[i] = this.decodedChars;
       // Once a call opens, only the template's own stops hold (the caller's are for the answer's text).
       if (this.callWatch?.push(text)) this.stops = new StopMatcher(this.spec.callStops ?? [], this.stops.flush());
-      const { emit, stop } = this.stops.push(text);
+      // The think block (its tags too) goes out past the stop strings, which are for the answer.
+      const { thought, answer } = this.thoughtGate ? this.thoughtGate.push(text) : { thought: '', answer: text };
+      this.output(thought);
+      const { emit, stop } = this.stops.push(answer);
       this.output(emit);
       if (stop !== undefined) return { finish: 'stop', stop };
     }
@@ -228,7 +235,13 @@ export class Sequence {
     this.finished = true;
     this.stoppedBy = stop;
     this.unlisten();
-    if (stop === undefined) this.output(this.stops.push(this.decoder.end()).emit + this.stops.flush());
+    if (stop === undefined) {
+      const last = this.decoder.end();
+      const held = this.thoughtGate ? this.thoughtGate.push(last) : { thought: '', answer: last };
+      const rest = this.thoughtGate?.flush() ?? { thought: '', answer: '' };
+      this.output(held.thought + rest.thought);
+      this.output(this.stops.push(held.answer + rest.answer).emit + this.stops.flush());
+    }
     let finishReason = reason;
     if (this.spec.parser) {
       // llama.cpp's parser throws on output that fits no format it knows (a prefill that opened a
