@@ -279,12 +279,13 @@ describe('lazy forks with one context slot (-context-slots 1)', () => {
     await reader.read();
     expect((await fetch(`${srv.url}/v1/contexts/${p.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await ctxState(srv, long.id)).spilled).toBe(true);
+    // The heir's file holds the source's cells past its own tokens: a snapshot holds only its own,
+    // and is read with the one slot still busy, as any spilled context's is (it was a 429).
+    const snap = await fetch(`${srv.url}/v1/contexts/${long.id}/snapshot`);
+    expect(snap.status).toBe(200);
     while (!(await reader.read()).done) {
       /* let x's request finish */
     }
-    // The heir's file holds the source's cells past its own tokens: a snapshot holds only its own.
-    const snap = await fetch(`${srv.url}/v1/contexts/${long.id}/snapshot`);
-    expect(snap.status).toBe(200);
     const r = await fetch(`${srv.url}/v1/contexts/restore`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(await snap.arrayBuffer()) });
     const restored = (await r.json()) as { id: string; tokens: number };
     expect([r.status, restored.tokens]).toEqual([201, long.tokens]);

@@ -247,7 +247,7 @@ export function snapshotBodyLimit(kv: Record<string, unknown> | undefined, ctxFl
   // A head is key_length (value_length) wide where the file says so: n_embd / n_head under-counted
   // models with wider heads (GLM-4.5, Gemma), and their own snapshots were a 413.
   const keyLen = n('attention.key_length', embd / Math.max(1, heads));
-  const valueLen = n('attention.value_length', keyLen);
+  const valueLen = n('attention.value_length', embd / Math.max(1, heads));
   return Math.ceil(layers * ctx * kvHeads * (keyLen + valueLen) * 4) + ctx * 16 + (1 << 20);
 }
 

@@ -225,8 +225,13 @@ export class ContextRegistry {
           this.scheduler.freeSeqId(seq);
         }
       }
-      // An inherited spill file (spillCells) holds cells past the tokens: it is cut on the way back first.
-      if (c.seq === undefined && c.spillPath && c.spillCells === undefined) return { state: readFileSync(c.spillPath), tokens };
+      if (c.seq === undefined && c.spillPath) {
+        if (c.spillCells === undefined) return { state: readFileSync(c.spillPath), tokens };
+        // An inherited file holds its source's cells past the tokens: read through a sequence of
+        // its own for a moment, cut, and left on disk (no slot is taken: a read while every slot
+        // is busy answered 429, where any other spilled context's answers 200).
+        return { state: await this.residency.readCut(c, c.spillPath, c.spillCells), tokens };
+      }
       await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
       return { state: await this.ctx.stateSeqGet(c.seq as number), tokens };
     });

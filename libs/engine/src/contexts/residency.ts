@@ -53,6 +53,20 @@ export class Residency {
     c.sharedWithParent = 0; // restored cells are its own
   }
 
+  /** The state in `file` cut to `cells` positions, read through a sequence taken for a moment (past the slot budget if need be). */
+  async readCut(c: KvContext, file: string, cells: number): Promise<Buffer> {
+    const seq = await this.allocSeq(c, true);
+    try {
+      const read = await this.setState(seq, readFileSync(file), c);
+      if (read < 0) throw new ContextCapacityError();
+      if (read === 0) throw new Error(`could not read spilled context ${c.id}: its file on disk is damaged`);
+      this.ctx.seqRemove(seq, cells, -1);
+      return await this.ctx.stateSeqGet(seq);
+    } finally {
+      this.scheduler.freeSeqId(seq);
+    }
+  }
+
   /** Before c's cells from position `from` on change: lazy contexts reading past it get their own sequence. */
   async detach(c: KvContext, from: number): Promise<void> {
     for (;;) {
