@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync, utimesSync } from 'node:fs';
 import { ManifestStore, STALE_COPY_MS, STALE_PART_MS } from '../../libs/store/src/manifest-store';
+import { STALE_LOCK_MS, withDownloadLock } from '../../libs/store/src/pull/download-lock';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CatalogEntry, DEFAULT_FILE_RECHECK_MS, ModelCatalog } from '../../libs/store/src/catalog';
@@ -158,21 +159,54 @@ describe('temporary files of copies', () => {
     expect(readdirSync(partial).sort()).toEqual(['sha256-bb.2222.copy', 'sha256-cc.part0']);
   });
 
-  it('a download nobody resumed for a week goes at the next start (its parts, joined file and validator)', () => {
+  it('a download nobody resumed for a week goes at the next start, its files together; locks and pins of processes gone too', () => {
     const root = tmp('svc-sweep-parts-');
     const partial = join(root, 'partial');
     mkdirSync(partial, { recursive: true });
-    const names = ['sha256-dd.part0', 'sha256-dd.part3', 'url-ee.joined', 'url-ee.part0.validator', 'sha256-ff.part0'];
+    const names = ['sha256-dd.part0', 'sha256-dd.part3', 'url-ee.joined', 'url-ee.part0.validator', 'url-gg.part0', 'url-gg.part0.validator', 'sha256-ff.part0', 'sha256-hh.lock', 'sha256-ii.pin-a', 'sha256-jj.lock'];
     for (const n of names) writeFileSync(join(partial, n), 'x');
     const weekAgo = new Date(Date.now() - STALE_PART_MS - 60_000);
     for (const n of names.slice(0, 4)) utimesSync(join(partial, n), weekAgo, weekAgo);
+    // A part resumed lately keeps its validator, written a week ago at its first bytes (the resume needs it).
+    utimesSync(join(partial, 'url-gg.part0.validator'), weekAgo, weekAgo);
+    const minuteAgo = new Date(Date.now() - STALE_LOCK_MS - 10_000);
+    for (const n of ['sha256-hh.lock', 'sha256-ii.pin-a']) utimesSync(join(partial, n), minuteAgo, minuteAgo);
     new ManifestStore(root, true);
-    expect(readdirSync(partial)).toEqual(['sha256-ff.part0']);
+    expect(readdirSync(partial).sort()).toEqual(['sha256-ff.part0', 'sha256-jj.lock', 'url-gg.part0', 'url-gg.part0.validator']);
+  });
+});
+
+describe('the download lock', () => {
+  it('one holder at a time; an empty (just created) lock is waited for; a stale one is taken over', async () => {
+    const dir = tmp('svc-lock-');
+    const events: string[] = [];
+    const hold = (name: string, ms: number) =>
+      withDownloadLock(dir, 'k', undefined, async () => {
+        events.push(`${name} in`);
+        await new Promise((r) => setTimeout(r, ms));
+        events.push(`${name} out`);
+      });
+    await Promise.all([hold('a', 300), hold('b', 10)]);
+    expect(events).toEqual(['a in', 'a out', 'b in', 'b out']);
+    // A holder between creating its file and writing its token: not stale (it took the lock over, with two holders at once).
+    writeFileSync(join(dir, 'k.lock'), '');
+    const t0 = Date.now();
+    setTimeout(() => rmSync(join(dir, 'k.lock'), { force: true }), 700);
+    await hold('c', 1);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(650);
+    // A holder that stopped touching its lock (killed; a pid reused or unseen says nothing).
+    writeFileSync(join(dir, 'k.lock'), 'gone-host-1-token');
+    const old = new Date(Date.now() - STALE_LOCK_MS - 10_000);
+    utimesSync(join(dir, 'k.lock'), old, old);
+    const t1 = Date.now();
+    await hold('d', 1);
+    expect(Date.now() - t1).toBeLessThan(400);
+    expect(existsSync(join(dir, 'k.lock'))).toBe(false);
   });
 });
 
 describe('pins across processes', () => {
-  it('a blob another running process pinned (partial/<digest>.pin-<pid>) is kept; a dead process\'s pin is not', () => {
+  it('a blob another process pinned lately (a fresh partial/<digest>.pin-<token>) is kept; a stale pin is not', () => {
     const root = tmp('svc-pins-');
     const store = new ManifestStore(root, true);
     mkdirSync(store.blobsDir, { recursive: true });
@@ -182,23 +216,25 @@ describe('pins across processes', () => {
       writeFileSync(store.blobPath(sha256(data)), data);
       return sha256(data);
     };
-    const kept = blob('pinned by the parent process');
+    const kept = blob('pinned by a running process');
     const dropped = blob('pinned by a process that is gone');
-    writeFileSync(join(store.partialDir, `${kept.replace(':', '-')}.pin-${process.ppid}`), '');
-    // pid 2^22 + 1 is past Linux's pid_max: no process has it.
-    const deadPin = join(store.partialDir, `${dropped.replace(':', '-')}.pin-4194305`);
+    writeFileSync(join(store.partialDir, `${kept.replace(':', '-')}.pin-other-host-1-x`), '');
+    // Untouched past its heartbeat: the process that wrote it is gone (whatever its pid is now).
+    const deadPin = join(store.partialDir, `${dropped.replace(':', '-')}.pin-other-host-2-y`);
     writeFileSync(deadPin, '');
+    const old = new Date(Date.now() - STALE_LOCK_MS - 10_000);
+    utimesSync(deadPin, old, old);
     store.dropUnreferenced(kept);
     store.dropUnreferenced(dropped);
     expect([existsSync(store.blobPath(kept)), existsSync(store.blobPath(dropped)), existsSync(deadPin)]).toEqual([true, false, false]);
     // This process's own pins are files too, gone with the last unpin.
+    const own = () => readdirSync(store.partialDir).filter((n) => n.startsWith(`${dropped.replace(':', '-')}.pin-`));
     store.pin(dropped);
     store.pin(dropped);
-    const own = join(store.partialDir, `${dropped.replace(':', '-')}.pin-${process.pid}`);
     store.unpin(dropped);
-    expect(existsSync(own)).toBe(true);
+    expect(own()).toHaveLength(1);
     store.unpin(dropped);
-    expect(existsSync(own)).toBe(false);
+    expect(own()).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { processAlive } from './process-files';
+import { HEARTBEAT_MS, lockState, newToken, STALE_LOCK_MS, touch } from './pull/download-lock';
 import { join } from 'node:path';
 import { writeFileAtomic, fsyncDir } from './atomic-file';
 import { checkDigest, displayName, manifestRelPath, ModelRef, parseModelRef } from './model-ref';
@@ -45,17 +45,25 @@ export class ManifestStore {
   /**
    * Digests pulls in this process are fetching or have fetched but not yet referenced: never
    * garbage. Counted: two pulls of one model (one aborted, one retried) share their blobs.
-   * Each is also a file, partial/<digest>.pin-<pid>, so another process on the store (a second
-   * `svc pull`) keeps them too: one's failed pull deleted a blob the other had just verified.
+   * Each is also a file, partial/<digest>.pin-<token>, kept fresh by a heartbeat, so another
+   * process on the store (a second `svc pull`) keeps them too: one's failed pull deleted a blob
+   * the other had just verified. A pin untouched for STALE_LOCK_MS is a process gone.
    */
   private readonly pins = new Map<string, number>();
+  private readonly pinToken = newToken();
+  private pinBeat?: NodeJS.Timeout;
 
   pin(digest: string): void {
     const n = (this.pins.get(digest) ?? 0) + 1;
     this.pins.set(digest, n);
-    if (n === 1 && this.writable) {
-      mkdirSync(this.partialDir, { recursive: true });
-      writeFileSync(this.pinFile(digest, process.pid), '');
+    if (n > 1 || !this.writable) return;
+    mkdirSync(this.partialDir, { recursive: true });
+    writeFileSync(this.pinFile(digest), '');
+    if (!this.pinBeat) {
+      this.pinBeat = setInterval(() => {
+        for (const d of this.pins.keys()) touch(this.pinFile(d));
+      }, HEARTBEAT_MS);
+      this.pinBeat.unref();
     }
   }
 
@@ -63,20 +71,25 @@ export class ManifestStore {
     const n = (this.pins.get(digest) ?? 0) - 1;
     if (n > 0) return void this.pins.set(digest, n);
     this.pins.delete(digest);
-    rmSync(this.pinFile(digest, process.pid), { force: true });
+    if (this.writable) rmSync(this.pinFile(digest), { force: true });
+    if (this.pins.size === 0 && this.pinBeat) {
+      clearInterval(this.pinBeat);
+      this.pinBeat = undefined;
+    }
   }
 
-  private pinFile(digest: string, pid: number): string {
-    return join(this.partialDir, `${checkDigest(digest).replace(':', '-')}.pin-${pid}`);
+  private pinFile(digest: string): string {
+    return join(this.partialDir, `${checkDigest(digest).replace(':', '-')}.pin-${this.pinToken}`);
   }
 
-  /** Digests other running processes on this store have pinned; their dead ones' pins go. */
+  /** Digests other processes on this store have pinned; pins gone stale (their process died) are removed. */
   private pinnedElsewhere(): Set<string> {
     const out = new Set<string>();
     for (const n of safeReaddir(this.partialDir)) {
-      const m = /^sha256-([0-9a-f]{64})\.pin-(\d+)$/.exec(n);
-      if (!m || Number(m[2]) === process.pid) continue;
-      if (processAlive(Number(m[2]))) out.add(`sha256:${m[1]}`);
+      const m = /^sha256-([0-9a-f]{64})\.pin-(.+)$/.exec(n);
+      if (!m || m[2] === this.pinToken) continue;
+      const state = lockState(join(this.partialDir, n));
+      if (state && state.age <= STALE_LOCK_MS) out.add(`sha256:${m[1]}`);
       else rmSync(join(this.partialDir, n), { force: true });
     }
     return out;
@@ -97,16 +110,30 @@ export class ManifestStore {
    * deleted), which kept gigabytes nothing listed.
    */
   private sweepStaleCopies(now = Date.now()): void {
-    for (const n of safeReaddir(this.partialDir)) {
-      const limit = n.endsWith('.copy') ? STALE_COPY_MS : /\.(part\d+|joined|validator)$/.test(n) ? STALE_PART_MS : undefined;
-      if (limit === undefined) continue;
-      const p = join(this.partialDir, n);
+    const names = safeReaddir(this.partialDir);
+    const age = (n: string): number => {
       try {
-        if (now - statSync(p).mtimeMs > limit) unlinkSync(p);
+        return now - statSync(join(this.partialDir, n)).mtimeMs;
       } catch {
-        // gone already, or not ours to remove: harmless either way
+        return 0; // gone already: nothing to remove
+      }
+    };
+    const drop = (n: string): void => rmSync(join(this.partialDir, n), { force: true });
+    // A download's files go together, by the newest of them: a validator is written once, at the
+    // part's first bytes, and went alone while its recently resumed part stayed (which then
+    // could not resume). Locks and pins of processes gone (untouched past their heartbeat) too.
+    const downloads = new Map<string, string[]>();
+    for (const n of names) {
+      if (n.endsWith('.copy')) {
+        if (age(n) > STALE_COPY_MS) drop(n);
+      } else if (/\.lock$|\.pin-[^/]+$/.test(n)) {
+        if (age(n) > STALE_LOCK_MS) drop(n);
+      } else {
+        const key = /^(.+?)\.(part\d+(\.validator)?|joined)$/.exec(n)?.[1];
+        if (key) downloads.set(key, [...(downloads.get(key) ?? []), n]);
       }
     }
+    for (const files of downloads.values()) if (Math.min(...files.map(age)) > STALE_PART_MS) files.forEach(drop);
   }
 
   get blobsDir(): string {
