@@ -188,15 +188,20 @@ describe('vision (-mmproj, a gemma3 projector on a 128-wide chat model)', () => 
   });
 });
 
+/** `seer:latest` in a local-runner store: the vision-tiny weights with the test projector as its projector layer. */
+function writeSeer(ollamaDir: string): void {
+  writeOllamaModel(ollamaDir, 'seer:latest', [
+    { mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('vision-tiny')) },
+    { mediaType: 'application/vnd.ollama.image.projector', data: readFileSync(MMPROJ) },
+  ]);
+}
+
 describe("a store model with a projector layer (the local runner's store)", () => {
   let srv: RunningServer;
   const ollamaDir = mkdtempSync(join(tmpdir(), 'svc-vision-ollama-'));
 
   beforeAll(async () => {
-    writeOllamaModel(ollamaDir, 'seer:latest', [
-      { mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('vision-tiny')) },
-      { mediaType: 'application/vnd.ollama.image.projector', data: readFileSync(MMPROJ) },
-    ]);
+    writeSeer(ollamaDir);
     writeOllamaModel(ollamaDir, 'plain:latest', [{ mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('qwen2.5-tiny')) }]);
     srv = await startServer(['-m', 'seer', '-threads', '1', '-concurrency', '2'], { env: { OLLAMA_MODELS: ollamaDir } });
   });
@@ -287,10 +292,7 @@ describe("a store model whose projector's images do not fit -batch-size", () => 
   let srv: RunningServer;
   const ollamaDir = mkdtempSync(join(tmpdir(), 'svc-vision-ollama-'));
   beforeAll(async () => {
-    writeOllamaModel(ollamaDir, 'seer:latest', [
-      { mediaType: 'application/vnd.ollama.image.model', data: readFileSync(syntheticModel('vision-tiny')) },
-      { mediaType: 'application/vnd.ollama.image.projector', data: readFileSync(MMPROJ) },
-    ]);
+    writeSeer(ollamaDir);
     srv = await startServer(['-m', 'seer', '-batch-size', '128', '-threads', '1', '-concurrency', '2'], { env: { OLLAMA_MODELS: ollamaDir } });
   });
   afterAll(async () => {
