@@ -1,7 +1,7 @@
 import { InvalidRequestError } from '../core/errors';
 import { CoreMessage, OutputConstraint, PromptInput } from '../core/generation-request';
 import { LoadedModel } from '../models/loaded-model';
-import { MediaPlan, MediaTally, planMedia } from '../media/media-plan';
+import { MediaTally, planMedia } from '../media/media-plan';
 import { MAX_PICTURES } from '../media/media-thinning';
 import { mediaSignal } from '../media/media-tools';
 import { PromptMedia, readVisionPrompt } from '../media/vision-prompt';
@@ -47,7 +47,7 @@ export async function readPrompt(lm: LoadedModel, prompt: PromptInput, constrain
     // A context is matched by its tokens, which cannot tell two pictures apart.
     if (opts.session) throw new InvalidRequestError('svc_session contexts hold text only: send images without svc_session');
     const read = await readVisionPrompt(lm.projector, priorText(lm, opts.priorTokens) + rendered.text, rendered.media, { signal, made: plan.made, numbers: plan.numbers });
-    const fewer = fewerPictures(lm, plan, sel.kept, read, opts.maxTokens);
+    const fewer = fewerPictures(lm, sel.kept, read, opts.maxTokens);
     if (fewer === undefined) return { rendered, ...read, tally: sel.tally };
     read.media.prompt.dispose();
     total = fewer;
@@ -59,13 +59,13 @@ export async function readPrompt(lm: LoadedModel, prompt: PromptInput, constrain
  * at the positions a picture took on average, to leave the answer its room. Undefined: it fits,
  * or there is nothing left to thin (the text alone is too long; the request's 400 says so).
  */
-function fewerPictures(lm: LoadedModel, plan: MediaPlan, kept: number, read: { tokens: Int32Array; media: PromptMedia }, maxTokens = 512): number | undefined {
+function fewerPictures(lm: LoadedModel, kept: number, read: { tokens: Int32Array; media: PromptMedia }, maxTokens = 512): number | undefined {
   const limit = lm.scheduler.nCtxSeq;
   if (read.tokens.length + 1 <= limit || kept === 0 || read.media.spans.length === 0) return undefined;
   const perPicture = read.media.spans.reduce((n, s) => n + s.length, 0) / read.media.spans.length;
   const room = Math.max(1, Math.min(maxTokens, Math.floor(limit / 4)));
   const drop = Math.max(1, Math.ceil((read.tokens.length + room - limit) / perPicture));
-  return Math.max(0, Math.min(kept, plan.count) - drop);
+  return Math.max(0, kept - drop);
 }
 
 function hasMedia(messages: CoreMessage[]): boolean {
