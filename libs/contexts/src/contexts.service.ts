@@ -3,6 +3,7 @@ import { SERVER_CONFIG, ServerConfig, VERSION } from '../../../apps/server/src/c
 import { ContextNotFoundError } from '../../engine/src/contexts/context-errors';
 import { planMedia } from '../../engine/src/media/media-plan';
 import { MAX_PICTURES } from '../../engine/src/media/media-thinning';
+import { mediaSignal } from '../../engine/src/media/media-tools';
 import { KvContext } from '../../engine/src/contexts/kv-context';
 import { EngineError, InvalidRequestError } from '../../engine/src/core/errors';
 import { CoreMessage } from '../../engine/src/core/generation-request';
@@ -218,7 +219,7 @@ export class ContextsService {
       // Checked as a chat request checks them: a context is never made of messages chat refuses.
       checkMessages(body.messages as Array<{ role?: unknown }>);
       // A PDF is read as its text, as chat reads it (pages without text are noted, never drawn: a context holds text only).
-      const plan = await planMedia((body.messages as Array<Record<string, unknown>>).map(toCoreMessage), { vision: false });
+      const plan = await planMedia((body.messages as Array<Record<string, unknown>>).map(toCoreMessage), { vision: false, signal: mediaSignal(undefined) });
       const { messages } = plan.select(MAX_PICTURES);
       // With the model's SYSTEM, as a chat request renders them: svc_session then continues it.
       const defaults = this.models.catalog.defaults(this.models.catalog.resolve(model));
