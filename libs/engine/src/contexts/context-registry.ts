@@ -185,7 +185,7 @@ export class ContextRegistry {
       try {
         await this.residency.handOver(c);
       } catch (err) {
-        // A spilled source could not come back for its forks: the delete is refused, nothing changed.
+        // Its spill file could not pass to its heir (a file system error): the delete is refused, nothing changed.
         if (c.spillPath) {
           this.byId.set(c.id, c);
           if (c.sessionKey) this.byName.set(c.sessionKey, c);

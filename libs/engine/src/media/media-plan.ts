@@ -43,6 +43,13 @@ export class MediaPlan {
     readonly numbers: WeakMap<CoreMediaPart, number>,
   ) {}
 
+  /**
+   * The caller's images already read, for a second tokenizing of the same prompt (thinned to fit).
+   * Held by the plan, which ends with the request: a module-wide cache keyed by the parts kept
+   * their bytes as long as a stored response's conversation kept the parts.
+   */
+  readonly fetched = new Map<CoreMediaPart, Buffer>();
+
   get count(): number {
     return this.pictures.length;
   }

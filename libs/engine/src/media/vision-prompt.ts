@@ -68,7 +68,7 @@ export async function readVisionPrompt(
   projector: NativeProjector,
   text: string,
   parts: CoreMediaPart[],
-  opts: { signal?: AbortSignal; made?: WeakMap<CoreMediaPart, MadePicture>; numbers?: WeakMap<CoreMediaPart, number> } = {},
+  opts: { signal?: AbortSignal; made?: WeakMap<CoreMediaPart, MadePicture>; numbers?: WeakMap<CoreMediaPart, number>; fetched?: Map<CoreMediaPart, Buffer> } = {},
 ): Promise<{ tokens: Int32Array; media: PromptMedia }> {
   // One at a time, within what the request may still take: all at once held every body together.
   const images: Buffer[] = [];
@@ -82,14 +82,11 @@ export async function readVisionPrompt(
     }
     const n = opts.numbers?.get(p) ?? ++k;
     // Read once: a prompt thinned to fit its context is tokenized again with the same parts.
-    const b = fetched.get(p) ?? (await imageBytes(p, n, { signal: opts.signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) }));
+    const b = opts.fetched?.get(p) ?? (await imageBytes(p, n, { signal: opts.signal, maxBytes: Math.min(MAX_IMAGE_BYTES, left) }));
     checkImagePixels(b, n);
-    fetched.set(p, b);
+    opts.fetched?.set(p, b);
     left -= b.length;
     images.push(b);
   }
   return visionPrompt(projector, text, images);
 }
-
-/** Bytes of the caller's image parts already read, for a second tokenizing of the same prompt. */
-const fetched = new WeakMap<CoreMediaPart, Buffer>();

@@ -46,7 +46,7 @@ export async function readPrompt(lm: LoadedModel, prompt: PromptInput, constrain
     if (!rendered.media?.length || !lm.projector) return { rendered, tokens: await promptTokens(lm, rendered.text, opts.priorTokens), tally: sel.tally };
     // A context is matched by its tokens, which cannot tell two pictures apart.
     if (opts.session) throw new InvalidRequestError('svc_session contexts hold text only: send images without svc_session');
-    const read = await readVisionPrompt(lm.projector, priorText(lm, opts.priorTokens) + rendered.text, rendered.media, { signal, made: plan.made, numbers: plan.numbers });
+    const read = await readVisionPrompt(lm.projector, priorText(lm, opts.priorTokens) + rendered.text, rendered.media, { signal, made: plan.made, numbers: plan.numbers, fetched: plan.fetched });
     const fewer = fewerPictures(lm, sel.kept, read, opts.maxTokens);
     if (fewer === undefined) return { rendered, ...read, tally: sel.tally };
     read.media.prompt.dispose();
