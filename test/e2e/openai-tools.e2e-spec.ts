@@ -300,6 +300,27 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     await expectDefsToolWorks(srv, client);
   });
 
+  it('svc_session: the turn after a call, whole or cut by max_tokens (dropped), continues the context', async () => {
+    const body = { model: '', messages: USER, tools: TOOLS, tool_choice: 'required' as const, parallel_tool_calls: true, temperature: 0 };
+    const whole = await client.chat.completions.create({ ...body, max_tokens: 200 });
+    const n = whole.usage!.completion_tokens;
+    // Whole calls, then the last one cut, then every call cut (nothing but dropped call syntax).
+    for (const [i, max_tokens] of [200, Math.ceil(n / 2), 3].entries()) {
+      const session = `tool-turn-${i}`;
+      const first = await postJson(`${srv.url}/v1/chat/completions`, { ...body, max_tokens, svc_session: session });
+      expect(first.status).toBe(200);
+      const msg = first.json.choices[0].message;
+      const results = (msg.tool_calls ?? []).map((c: { id: string }) => ({ role: 'tool', tool_call_id: c.id, content: '{"forecast": "sunny"}' }));
+      const messages = [...USER, { role: 'assistant', content: msg.content ?? '', ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) }, ...results, { role: 'user', content: 'And in Rome?' }];
+      // It was a 400 "holds N tokens and the prompt diverges": the context held call syntax the client never got back.
+      const next = await postJson(`${srv.url}/v1/chat/completions`, { model: '', messages, tools: TOOLS, max_tokens: 4, temperature: 0, svc_session: session });
+      expect([i, next.status, next.json.error]).toEqual([i, 200, undefined]);
+      expect(next.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(first.json.usage.prompt_tokens - 1);
+      const alone = await postJson(`${srv.url}/v1/chat/completions`, { model: '', messages, tools: TOOLS, max_tokens: 4, temperature: 0, svc_retain_prefix: false });
+      expect(next.json.choices[0].message).toEqual(alone.json.choices[0].message);
+    }
+  });
+
   it('an earlier call whose arguments are no JSON is taken, as the API takes any string (it was a 400 from the template code)', async () => {
     const turn = (args: string): OpenAI.Chat.ChatCompletionMessageParam[] => [
       ...USER,

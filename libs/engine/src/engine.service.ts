@@ -208,7 +208,10 @@ export class EngineService implements OnApplicationShutdown {
  */
 function answerTurnStart(lm: LoadedModel, rendered: RenderedPrompt, tokens: Int32Array): number | undefined {
   const chat = rendered.chat;
-  return chat?.supportsThinking ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
+  // A reasoning template renders a past turn without its thoughts; a turn with calls comes back in
+  // the template's own call format (spacing, ids), and without a call max_tokens cut (never sent).
+  const rerendered = chat?.supportsThinking || rendered.parseCalls;
+  return chat && rerendered ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
 }
 
 /** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */

@@ -278,8 +278,9 @@ export class ContextRegistry {
    * until the request ends. With dropDivergent, a prompt that departs from the
    * context keeps the common prefix and recomputes the rest (stored responses:
    * the template may render a past turn unlike the tokens the model sampled). `turnStart` (a
-   * reasoning template's request): where this prompt's answer turn begins; a later prompt may
-   * depart from the context inside any such turn (the template renders them without thoughts).
+   * request with tools, or a reasoning template's): where this prompt's answer turn begins; a
+   * later prompt may depart from the context inside any such turn (the template renders it
+   * without thoughts, its calls in its own format).
    */
   async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean; turnStart?: number } = {}): Promise<SessionBinding> {
     this.checkLive(c);
