@@ -78,6 +78,29 @@ describe('responses API on the real engine (stories260K)', () => {
     expect(frames[frames.length - 1]).toBe('data: [DONE]');
   });
 
+  it('include message.output_text.logprobs / top_logprobs: the answer\'s tokens, as chat completions gives them, streamed too', async () => {
+    const chat = await client.chat.completions.create({ model: '', messages: [user('Once upon a time')], max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const expected = chat.choices[0].logprobs!.content!;
+    expect(expected.length).toBeGreaterThan(5);
+    const body = { input: 'Once upon a time', max_output_tokens: 12, top_logprobs: 3, include: ['message.output_text.logprobs' as const] };
+    const text = (r: OpenAI.Responses.Response) => (r.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText;
+    const whole = text(await turn(body));
+    expect(whole.text).toBe(chat.choices[0].message.content);
+    expect(whole.logprobs).toEqual(expected);
+    const stream = client.responses.stream({ model: '', temperature: 0, ...body });
+    const deltas: OpenAI.Responses.ResponseTextDeltaEvent.Logprob[] = [];
+    stream.on('response.output_text.delta', (e) => deltas.push(...e.logprobs));
+    const final = text(await stream.finalResponse());
+    expect(final.logprobs).toEqual(expected);
+    expect(deltas).toEqual(expected);
+    // Without alternatives, and not asked for at all (it was always []).
+    const bare = text(await turn({ ...body, top_logprobs: undefined }));
+    expect(bare.logprobs!.map((l) => [l.token, l.logprob, l.top_logprobs])).toEqual(expected.map((l) => [l.token, l.logprob, []]));
+    expect(text(await turn({ input: 'Once upon a time', max_output_tokens: 12 })).logprobs).toEqual([]);
+    const bad = await postJson(`${srv.url}/v1/responses`, { input: 'x', top_logprobs: 21 });
+    expect(bad.status).toBe(400);
+  });
+
   it('reads a stored response with GET, releases it with DELETE, then answers 404', async () => {
     const r = await turn({ input: 'Once upon a time' });
     const got = await client.responses.retrieve(r.id);

@@ -7,14 +7,20 @@ export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 export interface Segment {
   kind: 'reasoning' | 'text';
   text: string;
+  /** Its tokens' log-probabilities, when they were asked for. */
+  logprobs?: TokenLogprob[];
 }
 
-/** Adds a piece to the ordered segments, joining it to the last one when of the same kind. */
-export function addSegment(segments: Segment[], kind: Segment['kind'], text: string): void {
-  if (!text) return;
-  const last = segments[segments.length - 1];
+/**
+ * Adds a piece to the ordered segments, joining it to the last one when of the same kind. A piece
+ * with no text but logprobs (tokens whose text was held back) belongs to the last segment of its kind.
+ */
+export function addSegment(segments: Segment[], kind: Segment['kind'], text: string, logprobs?: TokenLogprob[]): void {
+  let last = segments[segments.length - 1];
+  if (!text && last?.kind !== kind) return;
   if (last?.kind === kind) last.text += text;
-  else segments.push({ kind, text });
+  else segments.push((last = { kind, text }));
+  if (logprobs?.length) (last.logprobs ??= []).push(...logprobs);
 }
 
 export interface Collected {
@@ -39,11 +45,11 @@ export async function collect(events: AsyncIterable<GenerationEvent>): Promise<C
   for await (const ev of events) {
     if (ev.type === 'delta') {
       text += ev.text;
-      addSegment(segments, 'text', ev.text);
+      addSegment(segments, 'text', ev.text, ev.logprobs);
       if (ev.logprobs) logprobs.push(...ev.logprobs);
     } else if (ev.type === 'reasoning') {
       reasoning += ev.text;
-      addSegment(segments, 'reasoning', ev.text);
+      addSegment(segments, 'reasoning', ev.text, ev.logprobs);
       if (ev.logprobs) logprobs.push(...ev.logprobs);
     } else if (ev.type === 'tool_calls') toolCalls.push(...ev.calls);
     else done = ev;

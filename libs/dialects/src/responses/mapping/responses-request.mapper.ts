@@ -44,7 +44,7 @@ export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn 
       maxTokens: d.max_output_tokens ?? RESPONSES_DEFAULT_MAX_OUTPUT_TOKENS,
       stop: stopsFrom(d.stop),
       constraint: constraintFrom(d, textFormat(d.text?.format)),
-      logprobs: 0,
+      logprobs: logprobsOf(d),
       // The turn's own context holds its KV; the shared prefix cache would hold it twice.
       retainPrefix: false,
       keepContext: { from: prior?.context },
@@ -52,6 +52,12 @@ export function responsesRequestToCore(d: ResponsesRequestDto, prior: PriorTurn 
       signal,
     },
   };
+}
+
+/** The core's logprobs: 0 none, -1 the sampled token's only, N that many alternatives too. */
+function logprobsOf(d: ResponsesRequestDto): number {
+  const top = d.top_logprobs ?? 0;
+  return d.include?.includes('message.output_text.logprobs') || top > 0 ? top || -1 : 0;
 }
 
 function toCoreTool(t: ResponsesTool, i: number): CoreTool {

@@ -1,4 +1,4 @@
-import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Min, ValidateIf } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
 import { SamplingFieldsDto } from '../../shared/sampling.dto';
 import { IsStringOrObject } from '../../shared/validators';
 import { IsStringOrArray } from './is-string-or-array';
@@ -37,6 +37,10 @@ export class ResponsesRequestDto extends SamplingFieldsDto {
   // Tokens of thought before the think block is closed (llama-server's extension fields, as on chat completions).
   @IsOptional() @IsInt() @Min(-1) reasoning_budget_tokens?: number;
   @IsOptional() @IsInt() @Min(-1) thinking_budget_tokens?: number;
+  // The answer's token log-probabilities: asked for with include "message.output_text.logprobs" or top_logprobs.
+  @IsOptional() @IsInt() @Min(0) @Max(20) top_logprobs?: number;
+  // Other values name output this server does not produce (search results, encrypted reasoning): nothing to add.
+  @IsOptional() @IsArray() @IsString({ each: true }) include?: string[];
   // Read by nobody, accepted for compatibility with the official clients.
   @IsOptional() @IsString() user?: string;
 }

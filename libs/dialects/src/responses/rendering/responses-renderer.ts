@@ -1,4 +1,4 @@
-import { GenerationEvent, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
+import { GenerationEvent, TokenLogprob, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, DoneEvent, newId, Segment } from '../../shared/collect';
 import { primed } from '../../shared/primed';
@@ -13,6 +13,8 @@ interface OpenItem {
   id: string;
   index: number;
   text: string;
+  /** The text's tokens' log-probabilities (include "message.output_text.logprobs"). */
+  logprobs: WireLogprob[];
 }
 
 /**
@@ -37,7 +39,7 @@ export class ResponsesRenderer {
 
   async complete(events: AsyncIterable<GenerationEvent>): Promise<WireResponse> {
     const c = await collect(events);
-    const items = c.segments.map((seg, i) => this.item({ kind: seg.kind, id: this.itemId(seg.kind), index: i, text: seg.text }, 'completed'));
+    const items = c.segments.map((seg, i) => this.item({ kind: seg.kind, id: this.itemId(seg.kind), index: i, text: seg.text, logprobs: wireLogprobs(seg.logprobs) }, 'completed'));
     const final = this.finish(items, c.toolCalls, c.done);
     await this.onFinal(final);
     return final;
@@ -52,7 +54,7 @@ export class ResponsesRenderer {
     let cur: OpenItem | undefined;
     const at = (o: OpenItem) => ({ item_id: o.id, output_index: o.index, content_index: 0 });
     const open = (kind: Segment['kind']) => {
-      cur = { kind, id: this.itemId(kind), index: items.length, text: '' };
+      cur = { kind, id: this.itemId(kind), index: items.length, text: '', logprobs: [] };
       send('response.output_item.added', { output_index: cur.index, item: { ...this.item(cur, 'in_progress'), content: [] } });
       send('response.content_part.added', { ...at(cur), part: kind === 'reasoning' ? reasoningPart('') : textPart('') });
     };
@@ -60,7 +62,7 @@ export class ResponsesRenderer {
       const o = cur!;
       const item = this.item(o, status);
       if (o.kind === 'reasoning') send('response.reasoning_text.done', { ...at(o), text: o.text });
-      else send('response.output_text.done', { ...at(o), text: o.text, logprobs: [] });
+      else send('response.output_text.done', { ...at(o), text: o.text, logprobs: o.logprobs });
       send('response.content_part.done', { ...at(o), part: item.content[0] ?? (o.kind === 'reasoning' ? reasoningPart('') : textPart('')) });
       send('response.output_item.done', { output_index: o.index, item });
       items.push(item);
@@ -71,14 +73,20 @@ export class ResponsesRenderer {
     for await (const ev of events) {
       if (out.closed) break;
       if (ev.type === 'delta' || ev.type === 'reasoning') {
-        if (!ev.text) continue;
         const kind = ev.type === 'delta' ? 'text' : 'reasoning';
+        const logprobs = kind === 'text' ? wireLogprobs(ev.logprobs) : [];
+        // Tokens whose text was held back (the end of the answer) still get their logprobs.
+        if (!ev.text) {
+          if (cur?.kind === 'text' && logprobs.length) cur.logprobs.push(...logprobs);
+          continue;
+        }
         if (cur?.kind !== kind) {
           if (cur) close('completed');
           open(kind);
         }
         cur!.text += ev.text;
-        if (kind === 'text') send('response.output_text.delta', { ...at(cur!), delta: ev.text, logprobs: [] });
+        cur!.logprobs.push(...logprobs);
+        if (kind === 'text') send('response.output_text.delta', { ...at(cur!), delta: ev.text, logprobs });
         else send('response.reasoning_text.delta', { ...at(cur!), delta: ev.text });
       } else if (ev.type === 'tool_calls') calls.push(...ev.calls);
       else done = ev;
@@ -111,7 +119,7 @@ export class ResponsesRenderer {
   private finish(items: Array<WireReasoningItem | WireMessageItem>, calls: ToolCallEvent[], done: DoneEvent): WireResponse {
     const incomplete = done.finishReason === 'length';
     const output: WireOutputItem[] = [...items];
-    if (output.length === 0 && calls.length === 0) output.push(this.item({ kind: 'text', id: this.itemId('text'), index: 0, text: '' }, 'completed'));
+    if (output.length === 0 && calls.length === 0) output.push(this.item({ kind: 'text', id: this.itemId('text'), index: 0, text: '', logprobs: [] }, 'completed'));
     const last = output[output.length - 1];
     if (incomplete && last) output[output.length - 1] = { ...last, status: 'incomplete' } as WireOutputItem;
     for (const c of calls) output.push(functionCall(c));
@@ -134,7 +142,7 @@ export class ResponsesRenderer {
 
   private item(o: OpenItem, status: WireMessageItem['status']): WireReasoningItem | WireMessageItem {
     if (o.kind === 'reasoning') return { id: o.id, type: 'reasoning', summary: [], content: o.text ? [reasoningPart(o.text)] : [], status };
-    return { id: o.id, type: 'message', role: 'assistant', status, content: [textPart(o.text)] };
+    return { id: o.id, type: 'message', role: 'assistant', status, content: [textPart(o.text, o.logprobs)] };
   }
 }
 
@@ -142,8 +150,15 @@ function reasoningPart(text: string): { type: 'reasoning_text'; text: string } {
   return { type: 'reasoning_text', text };
 }
 
-function textPart(text: string): WireOutputText {
-  return { type: 'output_text', text, annotations: [], logprobs: [] };
+function textPart(text: string, logprobs: WireLogprob[] = []): WireOutputText {
+  return { type: 'output_text', text, annotations: [], logprobs };
+}
+
+/** A token's log-probability as the Responses API writes it (the chat dialect's shape). */
+type WireLogprob = { token: string; logprob: number; bytes: number[]; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }> };
+
+function wireLogprobs(lps: TokenLogprob[] | undefined): WireLogprob[] {
+  return (lps ?? []).map((l) => ({ token: l.token, logprob: l.logprob, bytes: l.bytes, top_logprobs: l.top }));
 }
 
 function functionCall(c: ToolCallEvent): WireFunctionCallItem {
