@@ -115,6 +115,10 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect(msg.reasoning_content).toBeUndefined();
       expect(msg.content).toMatch(new RegExp(`^<think>\\n${THOUGHTS.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</think>\\s*`));
       expect(msg.content!.endsWith(ANSWER)).toBe(true);
+      // The thoughts are content here, so the stop strings apply to them, as in llama-server (they skipped them).
+      const stopped = await openai.chat.completions.create({ model: 'thinker', messages: hi, max_tokens: MAX, temperature: 0, reasoning_budget_tokens: BUDGET, reasoning_format: 'none', stop: '</' } as never) as OpenAI.ChatCompletion;
+      const whole = msg.content!;
+      expect([stopped.choices[0].message.content, stopped.choices[0].finish_reason]).toEqual([whole.slice(0, whole.indexOf('</')), 'stop']);
     });
 
     it('with tools offered the thoughts still come back (the call parser used to drop them)', async () => {

@@ -126,6 +126,7 @@ export class EngineService implements OnApplicationShutdown {
         stop: [...(rendered.callFromStart ? [] : req.stop), ...(rendered.chat?.additionalStops ?? [])],
         callMarker: rendered.callMarker,
         thoughtTags: rendered.thoughtTags,
+        stopsInThoughts: req.prompt.kind === 'chat' && req.prompt.splitReasoning === false,
         callStops: rendered.chat?.additionalStops,
         logprobs: req.logprobs,
         retainPrefix: req.retainPrefix && !media,

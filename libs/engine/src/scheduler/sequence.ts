@@ -51,6 +51,8 @@ export interface SequenceSpec {
   callStops?: string[];
   /** A reasoning template's think block: a call marker inside it opens no call. */
   thoughtTags?: ThoughtTags;
+  /** The thoughts are content (reasoning_format none): the stop strings apply to them, as in llama-server. */
+  stopsInThoughts?: boolean;
   ignoreEos?: boolean;
   /**
    * The prompt's images: their positions in promptTokens hold IMAGE_POSITION and are written by
@@ -123,7 +125,7 @@ export class Sequence {
     this.stops = new StopMatcher(spec.stop);
     this.shown = new Set(spec.parser ? spec.shownSpecial ?? [] : []);
     this.callWatch = spec.callMarker && spec.stop.length ? new CallWatch(spec.callMarker, spec.thoughtTags) : undefined;
-    this.thoughtGate = spec.thoughtTags && spec.stop.length ? new ThoughtGate(spec.thoughtTags) : undefined;
+    this.thoughtGate = spec.thoughtTags && spec.stop.length && !spec.stopsInThoughts ? new ThoughtGate(spec.thoughtTags) : undefined;
     this.channel.onCancel = () => this.cancel();
     // A client gone before the request was queued (during a model load, a long tokenize): 'abort' already fired.
     if (spec.signal?.aborted) this.cancelled = true;
