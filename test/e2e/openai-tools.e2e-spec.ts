@@ -321,6 +321,20 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     }
   });
 
+  it('svc_session: a turn that continued a prefill goes on (the prefill and its continuation tokenize otherwise together)', async () => {
+    const session = `prefill-${Date.now()}`;
+    const ask = (messages: unknown[], extra: Record<string, unknown> = {}) => postJson(`${srv.url}/v1/messages`, { model: '', max_tokens: 12, temperature: 0, messages, ...extra });
+    const start = [{ role: 'user', content: 'hello there' }, { role: 'assistant', content: 'Sure,' }];
+    const first = await ask(start, { svc_session: session });
+    expect(first.status).toBe(200);
+    const next = [{ role: 'user', content: 'hello there' }, { role: 'assistant', content: 'Sure,' + first.json.content[0].text }, { role: 'user', content: 'again' }];
+    const second = await ask(next, { svc_session: session });
+    // It was a 400 "holds N tokens and the prompt diverges".
+    expect([second.status, second.json.error]).toEqual([200, undefined]);
+    expect(second.json.usage.cache_read_input_tokens).toBeGreaterThan(5);
+    expect(second.json.content).toEqual((await ask(next, { svc_retain_prefix: false })).json.content);
+  });
+
   it('an earlier call whose arguments are no JSON is taken, as the API takes any string (it was a 400 from the template code)', async () => {
     const turn = (args: string): OpenAI.Chat.ChatCompletionMessageParam[] => [
       ...USER,

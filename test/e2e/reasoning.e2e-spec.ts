@@ -237,6 +237,24 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([other.status, other.json.error.message]).toEqual([400, expect.stringMatching(/diverges from it at token/)]);
     });
 
+    it('a context made of messages ending with a reply, and a fork of a session, go on (the template drops the reply\'s think block)', async () => {
+      const chat = (messages: unknown[], extra: Record<string, unknown>) => postJson(`${srv.url}/v1/chat/completions`, { messages, max_tokens: 4, temperature: 0, ...extra });
+      const expectContinues = async (id: string, messages: unknown[]) => {
+        const r = await chat(messages, { svc_session: id });
+        // Each was a 400 "holds N tokens and the prompt diverges".
+        expect([r.status, r.json.error]).toEqual([200, undefined]);
+        expect(r.json.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(5);
+        expect(r.json.choices[0].message).toEqual((await chat(messages, { cache_prompt: false })).json.choices[0].message);
+      };
+      const history = [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello!' }];
+      const made = (await postJson(`${srv.url}/v1/contexts`, { model: '', messages: history })).json;
+      await expectContinues(made.id, [...history, { role: 'user', content: 'how are you' }]);
+      const ctx = (await postJson(`${srv.url}/v1/contexts`, { model: '' })).json;
+      const first = (await chat(hi, { svc_session: ctx.id, max_tokens: MAX, reasoning_budget_tokens: BUDGET })).json.choices[0].message;
+      const kid = (await postJson(`${srv.url}/v1/contexts/${ctx.id}/fork`, {})).json.data[0].id;
+      await expectContinues(kid, [...hi, { role: 'assistant', content: first.content, reasoning_content: first.reasoning_content }, { role: 'user', content: 'more' }]);
+    });
+
     it('a model whose template has no think block answers as before: no reasoning_content', async () => {
       const r = await postJson(`${srv.url}/v1/chat/completions`, { model: 'plain', messages: hi, max_tokens: 8, temperature: 0 });
       expect(r.status).toBe(200);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SERVER_CONFIG, ServerConfig, VERSION } from '../../../apps/server/src/config/server-config';
-import { ContextNotFoundError } from '../../engine/src/contexts/context-errors';
+import { ContextBusyError, ContextNotFoundError } from '../../engine/src/contexts/context-errors';
 import { planMedia } from '../../engine/src/media/media-plan';
 import { MAX_PICTURES } from '../../engine/src/media/media-thinning';
 import { mediaSignal } from '../../engine/src/media/media-tools';
@@ -30,11 +30,12 @@ export class ContextsService {
   async create(model: string, who: RequestIdentity, body: { prompt?: unknown; messages?: unknown }, signal?: AbortSignal): Promise<KvContext> {
     if (body.prompt != null && body.messages != null) throw new InvalidRequestError('send prompt or messages, not both');
     const lm = await this.models.acquire(model);
-    const tokens = await this.tokensOf(lm, model, body, true);
+    const read = await this.tokensOf(lm, model, body, true);
+    const tokens = read?.tokens;
     // As for a request's prompt: a context that holds no room for a token could never generate.
     const limit = lm.scheduler.nCtxSeq;
     if (tokens && tokens.length + 1 > limit) throw new InvalidRequestError(`the prompt is ${tokens.length} tokens; ${lm.name} holds ${limit} positions per context`);
-    return lm.contexts.create(ownerKey(who), tokens, '', { signal });
+    return lm.contexts.create(ownerKey(who), tokens, '', { signal, answerFrom: read?.answerFrom });
   }
 
   async list(model: string, who: RequestIdentity): Promise<KvContext[]> {
@@ -61,12 +62,14 @@ export class ContextsService {
 
   async truncate(model: string, who: RequestIdentity, id: string, body: { tokens?: unknown; messages?: unknown }): Promise<KvContext> {
     const { lm, ctx } = await this.find(model, who, id);
+    // A request generating on it holds it (the spec's 409 for a write), whatever the target.
+    if (ctx.busy) throw new ContextBusyError();
     let target: number;
     if (body.tokens != null) {
       if (typeof body.tokens !== 'number' || !Number.isInteger(body.tokens)) throw new InvalidRequestError('cannot parse request: tokens must be an integer');
       target = body.tokens;
     } else if (body.messages != null) {
-      target = (await this.tokensOf(lm, model, { messages: body.messages }, false))?.length ?? 0;
+      target = (await this.tokensOf(lm, model, { messages: body.messages }, false))?.tokens.length ?? 0;
     } else {
       throw new InvalidRequestError('send tokens or messages');
     }
@@ -85,7 +88,7 @@ export class ContextsService {
     const precision = (precisionRaw ?? 'f32') as Precision;
     if (!PRECISIONS.includes(precision)) throw new InvalidRequestError('precision must be f32, vq8 or q8');
     const { lm, ctx } = await this.find(model, who, id);
-    const { state, tokens } = await lm.contexts.readState(ctx);
+    const { state, tokens, answerFrom } = await lm.contexts.readState(ctx);
     let payload: Buffer;
     try {
       payload = encodeState(state, precision);
@@ -99,6 +102,7 @@ export class ContextsService {
       layout: layoutOf(lm),
       precision,
       created: Math.floor(Date.now() / 1000),
+      ...(answerFrom !== undefined ? { answer_from: answerFrom } : {}),
       ...(kind === 'export' ? { owner: who.owner, marking: who.marking, context: ctx.id } : {}),
     };
     return encodeSnapshot(kind, header, tokens, payload, this.config.features.contextKey);
@@ -114,7 +118,7 @@ export class ContextsService {
     const there = file.header.weights ?? file.header.layout;
     const same = file.header.weights ? file.header.weights === here : file.header.layout === layoutOf(lm);
     if (!same) throw new EngineError(`kv: snapshot was taken with different weights: snapshot holds ${there}, this cache holds ${here}`, 409);
-    return lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file));
+    return lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file), file.header.answer_from);
   }
 
   async import(model: string, who: RequestIdentity, body: Buffer): Promise<{ ctx: KvContext; from: string }> {
@@ -131,7 +135,7 @@ export class ContextsService {
     if (file.header.weights && file.header.weights !== here) {
       throw new EngineError(`this context was computed by weights with content ${file.header.weights}; this model's content is ${here}`, 409);
     }
-    const ctx = await lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file));
+    const ctx = await lm.contexts.restore(ownerKey(who), file.tokens, this.stateOf(lm, file), file.header.answer_from);
     return { ctx, from: file.header.context ?? '' };
   }
 
@@ -149,6 +153,8 @@ export class ContextsService {
     if (!h || typeof h !== 'object' || Array.isArray(h) || strings.some((k) => h[k] !== undefined && typeof h[k] !== 'string')) {
       throw new InvalidRequestError('corrupt context file: its header is not a context header');
     }
+    const from = h.answer_from;
+    if (from !== undefined && (typeof from !== 'number' || !Number.isInteger(from) || from < 0)) throw new InvalidRequestError('corrupt context file: answer_from must be a position (an integer from 0)');
     if (!PRECISIONS.includes(h.precision as Precision)) throw new InvalidRequestError(`corrupt context file: unknown precision ${JSON.stringify(h.precision)}`);
     return file;
   }
@@ -205,11 +211,15 @@ export class ContextsService {
     }
   }
 
-  private async tokensOf(lm: LoadedModel, model: string, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<Int32Array | undefined> {
+  /**
+   * The tokens of a body's prompt or messages, and where the first assistant message begins in
+   * them (model-written text a later prompt renders again its own way; KvContext.answerFrom).
+   */
+  private async tokensOf(lm: LoadedModel, model: string, body: { prompt?: unknown; messages?: unknown }, generationPrompt: boolean): Promise<{ tokens: Int32Array; answerFrom?: number } | undefined> {
     // null is "absent", as in every optional field.
     if (body.prompt != null) {
       if (typeof body.prompt !== 'string') throw new InvalidRequestError('cannot parse request: prompt must be a string');
-      return lm.native.tokenize(body.prompt, true, true);
+      return { tokens: await lm.native.tokenize(body.prompt, true, true) };
     }
     if (body.messages != null) {
       if (!Array.isArray(body.messages)) throw new InvalidRequestError('cannot parse request: messages must be an array');
@@ -225,10 +235,25 @@ export class ContextsService {
       const defaults = this.models.catalog.defaults(this.models.catalog.resolve(model));
       // A context is matched by its tokens, which cannot tell two pictures apart: text only, even on a vision model.
       const textOnly = lm.projector ? { refusal: 'contexts hold text only: images cannot be written into a context' } : {};
-      const rendered = renderPrompt(lm.native, withModelSystem({ kind: 'chat', messages, generationPrompt }, defaults), { kind: 'none' }, textOnly);
-      return lm.native.tokenize(rendered.text, true, true);
+      const render = (m: CoreMessage[], opened: boolean) => renderPrompt(lm.native, withModelSystem({ kind: 'chat', messages: m, generationPrompt: opened }, defaults), { kind: 'none' }, textOnly).text;
+      const tokens = await lm.native.tokenize(render(messages, generationPrompt), true, true);
+      return { tokens, answerFrom: this.firstAnswerAt(lm, messages, (m) => render(m, false)) };
     }
     return undefined;
+  }
+
+  /**
+   * Where the first assistant message begins: after the messages before it (its turn's header is
+   * the template's too: a reasoning template writes a last reply's think block in it).
+   */
+  private firstAnswerAt(lm: LoadedModel, messages: CoreMessage[], before: (m: CoreMessage[]) => string): number | undefined {
+    const i = messages.findIndex((m) => m.role === 'assistant');
+    if (i < 0) return undefined;
+    try {
+      return lm.native.tokenizeSync(before(messages.slice(0, i)), true, true).length;
+    } catch {
+      return 0; // a template that cannot end before an assistant message: the model's text may be anywhere
+    }
   }
 }
 

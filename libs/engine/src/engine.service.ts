@@ -11,7 +11,7 @@ import { LoadedModel } from './models/loaded-model';
 import { SessionBinding } from './scheduler/sequence';
 import { ModelManager } from './models/model-manager';
 import { withModelDefaults, withModelSystem } from './models/model-defaults';
-import { RenderedPrompt } from './prompt/prompt-renderer';
+import { prefillOf, RenderedPrompt } from './prompt/prompt-renderer';
 import { PromptMedia, textTokens } from './media/vision-prompt';
 import { MediaTally } from './media/media-plan';
 import { asText, readPrompt } from './prompt/prompt-reading';
@@ -107,7 +107,7 @@ export class EngineService implements OnApplicationShutdown {
     let session: SessionBinding | undefined;
     try {
       if (req.session) {
-        const turnStart = answerTurnStart(lm, rendered, tokens);
+        const turnStart = answerTurnStart(lm, req.prompt, rendered, tokens);
         session = await lm.contexts.bind(await lm.contexts.session(req.session, req.owner ?? ''), tokens, `svc_session ${req.session}`, { turnStart });
       } else if (req.keepContext && !media) ({ kept, session } = await this.bindKept(lm, req.keepContext.from, req.owner ?? '', tokens));
     } catch (err) {
@@ -203,16 +203,20 @@ export class EngineService implements OnApplicationShutdown {
 }
 
 /**
- * Where a reasoning template's answer turn begins in the prompt: it opens with the generation
- * prompt (its think tag included), and later prompts render that turn again without its
- * thoughts, so a session may depart from what it holds there. Undefined for other templates.
+ * Where this request's answer (the model's own text) begins in the prompt: a later prompt reads
+ * it again through the template, which may render it unlike the tokens sampled (thoughts left
+ * out, calls in its own format, its first characters joined to the turn's header or to a
+ * prefill), so a session may depart from what it holds from there on.
  */
-function answerTurnStart(lm: LoadedModel, rendered: RenderedPrompt, tokens: Int32Array): number | undefined {
-  const chat = rendered.chat;
-  // A reasoning template renders a past turn without its thoughts; a turn with calls comes back in
-  // the template's own call format (spacing, ids), and without a call max_tokens cut (never sent).
-  const rerendered = chat?.supportsThinking || rendered.parseCalls;
-  return chat && rerendered ? tokens.length - lm.native.tokenizeSync(chat.generationPrompt, false, true).length : undefined;
+function answerTurnStart(lm: LoadedModel, p: PromptInput, rendered: RenderedPrompt, tokens: Int32Array): number {
+  // Raw text: the prompt's last token may join the answer's first when the text is read again.
+  if (!rendered.chat) return Math.max(0, tokens.length - 1);
+  let own = lm.native.tokenizeSync(rendered.chat.generationPrompt, false, true).length;
+  if (p.kind === 'chat' && p.continueFinal) {
+    const prefill = prefillOf(p);
+    own += lm.native.tokenizeSync(prefill.thought + prefill.text, false, true).length;
+  }
+  return Math.max(0, tokens.length - own);
 }
 
 /** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */

@@ -22,6 +22,8 @@ export interface SnapshotHeader {
   layout: string;
   precision: Precision;
   created: number;
+  /** Where model-written text first begins in the tokens (KvContext.answerFrom); absent when none. */
+  answer_from?: number;
   /** Export only: who owns it and at which marking. */
   owner?: string;
   marking?: string;

@@ -107,7 +107,7 @@ export class ContextRegistry {
    * A new context, optionally prefilled with `tokens`. A client gone (`signal`) before the
    * prefill ends gets no context: it could never learn its id (ClientGoneError).
    */
-  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean; signal?: AbortSignal; reserved?: boolean } = {}): Promise<KvContext> {
+  async create(owner: string, tokens: Int32Array | undefined, parent = '', opts: { hidden?: boolean; signal?: AbortSignal; reserved?: boolean; answerFrom?: number } = {}): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, parent, Math.floor(Date.now() / 1000));
     c.hidden = opts.hidden ?? false;
     // Listed in the same critical section: the resident count must see its sequence.
@@ -117,7 +117,7 @@ export class ContextRegistry {
     });
     if (tokens && tokens.length > 0) {
       try {
-        await this.prefill(c, tokens, opts.signal, opts.reserved);
+        await this.prefill(c, tokens, opts.signal, opts.reserved, opts.answerFrom);
         if (opts.signal?.aborted) throw new ClientGoneError();
       } catch (err) {
         await this.delete(c);
@@ -150,6 +150,7 @@ export class ContextRegistry {
         child.lazySource = source;
         child.tokens = parent.tokens;
         child.sharedWithParent = parent.tokens.length;
+        child.answerFrom = parent.answerFrom;
         child.hidden = parent.hidden;
         this.byId.set(child.id, child);
         children.push(child);
@@ -172,6 +173,7 @@ export class ContextRegistry {
         }
         c.tokens = c.tokens.slice(0, n);
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
+        if (c.answerFrom !== undefined && c.answerFrom >= n) c.answerFrom = undefined;
         return c;
       }),
     );
@@ -209,36 +211,42 @@ export class ContextRegistry {
    * prompt prefix bound): its cells, shared with a sequence of their own, without the ones the
    * generation is writing. Reading is no write: no 409.
    */
-  async readState(c: KvContext): Promise<{ state: Buffer; tokens: Int32Array }> {
+  async readState(c: KvContext): Promise<{ state: Buffer; tokens: Int32Array; answerFrom?: number }> {
     this.checkLive(c);
     return this.scheduler.exclusive(async () => {
       this.checkLive(c);
       const tokens = c.tokens;
-      // Busy and resident: a request bound to it (or a truncate waiting its turn). A lazy or
-      // spilled context has no cells of its own to share: it is read as when idle.
-      if (c.busy && c.seq !== undefined) {
-        const seq = await this.residency.allocSeq(c, true);
-        try {
-          this.ctx.seqCopy(c.seq as number, seq, 0, tokens.length);
-          return { state: await this.ctx.stateSeqGet(seq), tokens };
-        } finally {
-          this.scheduler.freeSeqId(seq);
-        }
-      }
-      if (c.seq === undefined && c.spillPath) {
-        if (c.spillCells === undefined) return { state: readFileSync(c.spillPath), tokens };
-        // An inherited file holds its source's cells past the tokens: read through a sequence of
-        // its own for a moment, cut, and left on disk (no slot is taken: a read while every slot
-        // is busy answered 429, where any other spilled context's answers 200).
-        return { state: await this.residency.readCut(c, c.spillPath, c.spillCells), tokens };
-      }
-      await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
-      return { state: await this.ctx.stateSeqGet(c.seq as number), tokens };
+      const answerFrom = c.answerFrom !== undefined && c.answerFrom < tokens.length ? c.answerFrom : undefined;
+      return { state: await this.readCells(c, tokens), tokens, answerFrom };
     });
   }
 
+  /** readState's cells (inside exclusive()). */
+  private async readCells(c: KvContext, tokens: Int32Array): Promise<Buffer> {
+    // Busy and resident: a request bound to it (or a truncate waiting its turn). A lazy or
+    // spilled context has no cells of its own to share: it is read as when idle.
+    if (c.busy && c.seq !== undefined) {
+      const seq = await this.residency.allocSeq(c, true);
+      try {
+        this.ctx.seqCopy(c.seq as number, seq, 0, tokens.length);
+        return await this.ctx.stateSeqGet(seq);
+      } finally {
+        this.scheduler.freeSeqId(seq);
+      }
+    }
+    if (c.seq === undefined && c.spillPath) {
+      if (c.spillCells === undefined) return readFileSync(c.spillPath);
+      // An inherited file holds its source's cells past the tokens: read through a sequence of
+      // its own for a moment, cut, and left on disk (no slot is taken: a read while every slot
+      // is busy answered 429, where any other spilled context's answers 200).
+      return this.residency.readCut(c, c.spillPath, c.spillCells);
+    }
+    await this.residency.makeResident(c); // a lazy fork: bound to its source's cells
+    return this.ctx.stateSeqGet(c.seq as number);
+  }
+
   /** A new context from saved tokens and state (restore, import). */
-  async restore(owner: string, tokens: Int32Array, state: Buffer): Promise<KvContext> {
+  async restore(owner: string, tokens: Int32Array, state: Buffer, answerFrom?: number): Promise<KvContext> {
     const c = new KvContext(`ctx_${this.nextId++}`, owner, '', Math.floor(Date.now() / 1000));
     await this.scheduler.exclusive(async () => {
       c.seq = await this.residency.allocSeq();
@@ -251,6 +259,7 @@ export class ContextRegistry {
         throw new InvalidRequestError(read === 0 ? 'the snapshot state does not fit this model' : `corrupt context file: llama.cpp read ${read} of its KV state's ${state.length} bytes`);
       }
       c.tokens = tokens.slice();
+      c.answerFrom = answerFrom !== undefined && answerFrom < tokens.length ? answerFrom : undefined;
       this.byId.set(c.id, c);
     });
     return c;
@@ -277,10 +286,9 @@ export class ContextRegistry {
    * holds (a few trailing tokens may re-tokenize differently). Marks it busy
    * until the request ends. With dropDivergent, a prompt that departs from the
    * context keeps the common prefix and recomputes the rest (stored responses:
-   * the template may render a past turn unlike the tokens the model sampled). `turnStart` (a
-   * request with tools, or a reasoning template's): where this prompt's answer turn begins; a
-   * later prompt may depart from the context inside any such turn (the template renders it
-   * without thoughts, its calls in its own format).
+   * the template may render a past turn unlike the tokens the model sampled). `turnStart`: where
+   * this prompt's answer (the model's own text) begins; a later prompt may depart from the
+   * context past the first such start (KvContext.answerFrom).
    */
   async bind(c: KvContext, prompt: Int32Array, label: string, opts: { dropDivergent?: boolean; turnStart?: number } = {}): Promise<SessionBinding> {
     this.checkLive(c);
@@ -288,9 +296,8 @@ export class ContextRegistry {
     let n = 0;
     while (n < c.tokens.length && n < prompt.length && c.tokens[n] === prompt[n]) n++;
     const slack = Math.min(RETOKENIZE_SLACK, Math.floor(c.tokens.length / 2));
-    // A reasoning template's prompt may depart inside a past answer turn (it renders them without their thoughts).
-    const turns = c.answerTurns?.tokens === c.tokens ? c.answerTurns.starts.filter((s) => s <= n) : [];
-    const departsInAnswer = turns.length > 0 && prompt.length > n;
+    // A prompt may depart inside the model's own text, which the template renders again its own way.
+    const departsInAnswer = c.answerFrom !== undefined && c.answerFrom <= n && prompt.length > n;
     if (!opts.dropDivergent && !departsInAnswer && (n < c.tokens.length - slack || (n < c.tokens.length && prompt.length <= n))) {
       throw new InvalidRequestError(`${label} holds ${c.tokens.length} tokens and the prompt diverges from it at token ${n}`);
     }
@@ -320,8 +327,9 @@ export class ContextRegistry {
       held: c.tokens,
       onRelease: (held) => {
         c.tokens = held.slice();
-        const start = opts.turnStart;
-        c.answerTurns = start === undefined ? undefined : { starts: [...turns, Math.max(0, Math.min(start, c.tokens.length))], tokens: c.tokens };
+        const before = c.answerFrom !== undefined && c.answerFrom <= kept ? c.answerFrom : undefined;
+        const start = opts.turnStart === undefined ? undefined : Math.max(0, Math.min(opts.turnStart, c.tokens.length));
+        c.answerFrom = before === undefined ? start : start === undefined ? before : Math.min(before, start);
         c.sharedWithParent = Math.min(c.sharedWithParent, n);
         c.busy = false;
         if (c.dropWhenIdle) void this.delete(c).catch(() => undefined);
@@ -347,8 +355,8 @@ export class ContextRegistry {
     if (this.byId.get(c.id) !== c) throw new ContextNotFoundError(c.id);
   }
 
-  private async prefill(c: KvContext, tokens: Int32Array, signal?: AbortSignal, reserved?: boolean): Promise<void> {
-    const binding = await this.bind(c, tokens, c.id);
+  private async prefill(c: KvContext, tokens: Int32Array, signal?: AbortSignal, reserved?: boolean, answerFrom?: number): Promise<void> {
+    const binding = await this.bind(c, tokens, c.id, { turnStart: answerFrom });
     const sampler = this.ctx.createSampler({ temperature: 0 });
     let events: AsyncIterable<unknown>;
     try {

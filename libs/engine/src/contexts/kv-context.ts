@@ -33,12 +33,13 @@ export class KvContext {
   /** Deleted as soon as the request bound to it lets go (its owner dropped it mid-generation). */
   dropWhenIdle = false;
   /**
-   * Where the answer turns of a reasoning template's requests began in `tokens`: such a template
-   * renders past turns without their thoughts (or shows them only until the next user message),
-   * so a later prompt departs from what the context holds inside one of them. Valid while
-   * `tokens` is still that array (any other change of the tokens leaves them unused).
+   * Where model-written text first begins in `tokens` (an answer turn from its generation prompt
+   * on, or an assistant message a context was made with). A template renders such text again
+   * unlike the tokens sampled (past thoughts dropped, calls in its own format, a reply's first
+   * characters joined to the turn's header), so a later prompt may depart from the context
+   * anywhere past it and is recomputed from there; before it, the prompt must match.
    */
-  answerTurns?: { starts: number[]; tokens: Int32Array };
+  answerFrom?: number;
 
   constructor(
     readonly id: string,

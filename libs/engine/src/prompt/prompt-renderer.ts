@@ -153,7 +153,7 @@ function schemaText(c: OutputConstraint): string | undefined {
 }
 
 /** What the client prefilled (a final assistant message continued): its text and its thoughts. */
-function prefillOf(prompt: Extract<PromptInput, { kind: 'chat' }>): { text: string; thought: string } {
+export function prefillOf(prompt: Extract<PromptInput, { kind: 'chat' }>): { text: string; thought: string } {
   const last = prompt.continueFinal ? prompt.messages[prompt.messages.length - 1] : undefined;
   return { text: last ? (textOnly(last).content as string) : '', thought: last?.reasoning_content ?? '' };
 }
