@@ -93,6 +93,16 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
     }
 
     st->params = common_chat_templates_apply(tmpls, inputs);
+    auto readAs = reasoning;
+    if (!split && !st->params.grammar.empty() && !st->params.grammar_lazy && !st->params.thinking_start_tag.empty()) {
+      // reasoning_format none only says where the thoughts go: the model still thinks first. llama.cpp
+      // builds that format's grammar and parser without the think block the generation prompt
+      // opened (the sampler, fed that prompt first, failed: "std::exception"; the parser could not
+      // read the output): the split format's, with the thoughts put back in front (Parse).
+      inputs.reasoning_format = readAs = COMMON_REASONING_FORMAT_DEEPSEEK;
+      st->params = common_chat_templates_apply(tmpls, inputs);
+      st->thoughtsInContent = true;
+    }
     if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !st->params.grammar_lazy) {
       st->params.grammar = requireCallFirst(st->params.grammar);
     }
@@ -100,7 +110,7 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
 
     // Parser params as server-schema.cpp builds them from the chat params.
     st->parser = common_chat_parser_params(st->params);
-    st->parser.reasoning_format = reasoning;
+    st->parser.reasoning_format = readAs;
     st->parser.reasoning_in_content = false;
     st->parser.parse_tool_calls = true;
     st->parser.is_continuation = cont;
@@ -168,6 +178,24 @@ ChatPrompt::ChatPrompt(const Napi::CallbackInfo & info) : Napi::ObjectWrap<ChatP
   ro("thinkingEndTags", ends);
 }
 
+// reasoning_format none, as its own parser writes it: the think block (the tag the generation
+// prompt opened, as that prompt wrote it) and its end tag when the output has one, then the answer.
+static void thoughtsInFront(common_chat_msg & msg, const std::string & text, const common_chat_params & p) {
+  const std::string & gen = p.generation_prompt;
+  const size_t at = gen.rfind(p.thinking_start_tag);
+  const bool opened = at != std::string::npos && gen.find_first_not_of(" \t\n", at + p.thinking_start_tag.size()) == std::string::npos;
+  if (!opened && msg.reasoning_content.empty()) return;
+  std::string end;
+  for (const auto & tag : p.thinking_end_tags) {
+    if (!tag.empty() && text.find(tag) != std::string::npos) {
+      end = tag;
+      break;
+    }
+  }
+  msg.content = (opened ? gen.substr(at) : p.thinking_start_tag) + msg.reasoning_content + end + msg.content;
+  msg.reasoning_content.clear();
+}
+
 Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throwType(env, "parse(text, partial): text must be a string");
@@ -179,6 +207,7 @@ Napi::Value ChatPrompt::Parse(const Napi::CallbackInfo & info) {
   } catch (const std::exception & e) {
     throwError(env, e.what());
   }
+  if (st_->thoughtsInContent) thoughtsInFront(msg, text, st_->params);
   auto out = Napi::Object::New(env);
   out.Set("content", msg.content);
   out.Set("reasoningContent", msg.reasoning_content);

@@ -16,6 +16,7 @@ struct ChatPromptState {
   common_chat_parser_params parser;  // mirrors tools/server's per-task parser params
   bool supportsTools = false;         // the template renders tool definitions (llama.cpp's caps probe)
   std::vector<int32_t> preservedTokens;  // single-token format markers, shown as text in the output
+  bool thoughtsInContent = false;     // reasoning_format none read by the split format: thoughts go back in front
 };
 
 class ChatPrompt : public Napi::ObjectWrap<ChatPrompt> {

@@ -165,6 +165,20 @@ describe('reasoning models (synthetic thinker-tiny, real Qwen3.5 template)', () 
       expect([m.stop_reason, m.content.map((b) => b.type)]).toEqual(['tool_use', ['tool_use']]);
     });
 
+    it('reasoning_format "none" with a required call or a JSON format: the thoughts in the content, then the call or the JSON (it was "invalid grammar: std::exception")', async () => {
+      const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { days: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['days'] } } }];
+      const body = { model: 'thinker', messages: hi, max_tokens: 120, temperature: 0, reasoning_budget_tokens: BUDGET, reasoning_format: 'none' };
+      const split = (await openai.chat.completions.create({ ...body, reasoning_format: undefined, tools, tool_choice: 'required' } as never)) as OpenAI.ChatCompletion;
+      const thoughts = (split.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string }).reasoning_content!;
+      const call = (await openai.chat.completions.create({ ...body, tools, tool_choice: 'required' } as never)) as OpenAI.ChatCompletion;
+      expect([call.choices[0].finish_reason, call.choices[0].message.content, call.choices[0].message.tool_calls]).toEqual(['tool_calls', `<think>\n${thoughts}</think>`, split.choices[0].message.tool_calls!.map((c) => ({ ...c, id: expect.any(String) }))]);
+      const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
+      const json = (await openai.chat.completions.create({ ...body, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } as never)) as OpenAI.ChatCompletion;
+      const text = json.choices[0].message.content!;
+      expect([json.choices[0].finish_reason, text.startsWith(`<think>\n${THOUGHTS}</think>`)]).toEqual(['stop', true]);
+      expect(typeof JSON.parse(text.slice(text.indexOf('</think>') + '</think>'.length)).ok).toBe('boolean');
+    });
+
     it('an earlier answer\'s reasoning_content goes back to the template', async () => {
       // Qwen3.5 shows the thoughts of assistant turns after the last user message (a tool round).
       const turn = (reasoning?: string) => [
