@@ -315,6 +315,37 @@ describe('MCP on a server with -api-key (stories260K)', () => {
       await client.close();
     }
   });
+
+  it('a Host header that is no URL authority is answered as on every other route (it was a 500 "Failed to parse URL")', async () => {
+    const call = rpc('tools/call', { name: 'list_models', arguments: {} });
+    for (const host of ['exa mple', '[::1', 'a:99999', 'foo:bar']) {
+      const r = await rawPost(srv.port, { ...mcpHeaders('tools/call', 'list_models'), authorization: 'Bearer sekrit', host }, call);
+      expect([host, r.status]).toEqual([host, 200]);
+      expect(JSON.parse(JSON.parse(r.body).result.content[0].text).object).toBe('list');
+    }
+  });
+});
+
+describe('MCP on an encoder-only server (synthetic bert-tiny)', () => {
+  let srv: RunningServer;
+
+  beforeAll(async () => {
+    srv = await startServer(['-m', syntheticModel('bert-tiny'), '-threads', '1']);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('resources/list is empty: an encoder holds no contexts (it was an "Invalid params" error)', async () => {
+    const { client } = await connect(srv);
+    try {
+      expect((await client.listResources()).resources).toEqual([]);
+      const embed = toolJson(await client.callTool({ name: 'embed', arguments: { input: 'hello' } }));
+      expect(embed.data[0].embedding.length).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 /** A POST with a chosen Host header (fetch does not let one set it). */

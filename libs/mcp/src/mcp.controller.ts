@@ -50,5 +50,13 @@ function webRequest(req: FastifyRequest, signal: AbortSignal): Request {
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  return new Request(`${req.protocol}://${req.host}${req.url}`, { method: req.method, headers, signal });
+  // The SDK reads no host from the URL, and a Host header that is no URL authority ("a b",
+  // "a:99999") made it throw (a 500): a fixed origin, with the request's path and query.
+  let target: URL;
+  try {
+    target = new URL(req.url, 'http://localhost');
+  } catch {
+    target = new URL('/mcp', 'http://localhost');
+  }
+  return new Request(`http://localhost${target.pathname}${target.search}`, { method: req.method, headers, signal });
 }

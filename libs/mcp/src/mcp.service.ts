@@ -103,6 +103,9 @@ export class McpService {
       const list = await this.contexts.list('', who);
       return { resources: list.map((c) => ({ uri: CONTEXT_URI.replace('{id}', c.id), name: c.id, mimeType: JSON_TYPE })) };
     } catch (err) {
+      // No model that holds contexts (an encoder, or none yet): nothing to list, which a host asks at connect.
+      const status = toHttpFailure(err).status;
+      if (status === 400 || status === 503) return { resources: [] };
       throw resourceFailure('svc://contexts/', err);
     }
   }
