@@ -279,6 +279,28 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(acc).toEqual({ 0: call.function });
   });
 
+  it('a streamed forced call opens its stream at the first token, not when the call is whole (every dialect)', async () => {
+    // A string parameter: the random model writes it on to max_tokens, the call is never whole.
+    const tools = [{ type: 'function', function: { name: 'write_file', parameters: { type: 'object', properties: { content: { type: 'string' } }, required: ['content'] } } }];
+    const routes: Array<[string, Record<string, unknown>]> = [
+      ['/v1/chat/completions', { messages: USER, tools, tool_choice: 'required' }],
+      ['/v1/messages', { messages: USER, tools: [{ name: 'write_file', input_schema: tools[0].function.parameters }], tool_choice: { type: 'any' } }],
+      ['/v1/responses', { input: USER, tools: [{ type: 'function', ...tools[0].function }], tool_choice: 'required' }],
+    ];
+    for (const [route, body] of routes) {
+      const r = await fetch(`${srv.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, model: '', max_tokens: 400, temperature: 0, stream: true }) });
+      expect(r.status).toBe(200);
+      const reader = r.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(first).toMatch(/^(data|event): /);
+      // The generation goes on behind the opening frames (they came with the whole call, at its end).
+      const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
+      expect([route, stats.active]).toEqual([route, 1]);
+      await reader.cancel();
+      for (let i = 0; i < 100 && ((await (await fetch(`${srv.url}/v1/stats`)).json()) as any).active > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    }
+  });
+
   it('the next turn with the tool result continues, and its prompt is longer', async () => {
     const first = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 200, temperature: 0 });
     const call = expectValidCall(first, 'get_weather');

@@ -199,6 +199,10 @@ export class Sequence {
     if (this.generated.length === 0) {
       this.firstTokenAt = performance.now();
       if (lp?.scored) this.spec.onScored?.(lp.scored);
+      // The stream's first event, with or without text: a stream's opening frames wait for it, and
+      // an answer whose text is held back (a forced call's syntax, the start of a stop string)
+      // kept the client hearing nothing, headers included, until its end.
+      if (this.spec.maxTokens !== 0) this.channel.push({ type: 'delta', text: '' });
     }
     // max_tokens 0 only fills the KV (context prefill): the sampled token is dropped.
     if (this.spec.maxTokens === 0) return { finish: 'length' };
