@@ -301,6 +301,21 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     }
   });
 
+  it('call arguments are the JSON the model wrote: a 16-digit integer is not rounded through a JS number', async () => {
+    const tools = [{ type: 'function' as const, function: { name: 'order', parameters: { type: 'object', properties: { id: { type: 'integer', minimum: 9.1e15, maximum: 9.9e15 } }, required: ['id'] } } }];
+    let rounded = 0;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await client.chat.completions.create({ model: '', messages: USER, tools, tool_choice: 'required', max_tokens: 300, temperature: 1, seed, logprobs: true });
+      expect(r.choices[0].finish_reason).toBe('tool_calls');
+      const written = r.choices[0].logprobs!.content!.map((l) => l.token).join('').match(/"id"\s*:\s*(\d+)/)![1];
+      const args = (r.choices[0].message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.arguments;
+      expect(args).toBe(`{"id":${written}}`);
+      if (String(Number(written)) !== written) rounded++;
+    }
+    // Past 2^53 (about 9.007e15) a JS number rounds most such ids: they came back changed.
+    expect(rounded).toBeGreaterThan(0);
+  });
+
   it('the next turn with the tool result continues, and its prompt is longer', async () => {
     const first = await client.chat.completions.create({ model: '', messages: USER, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 200, temperature: 0 });
     const call = expectValidCall(first, 'get_weather');

@@ -1,3 +1,4 @@
+import { minifiedJson } from '../text/json-text';
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { joinTexts } from './text-parts';
 import { InvalidRequestError } from '../core/errors';
@@ -211,7 +212,11 @@ function withCallHistory(messages: CoreMessage[], apply: (m: CoreMessage[]) => N
 function callsAsText(messages: CoreMessage[]): CoreMessage[] {
   return messages.map((m) => {
     if (!m.tool_calls?.length) return m;
-    const calls = m.tool_calls.map((c) => JSON.stringify({ name: c.function.name, arguments: parsedOr(c.function.arguments) }));
+    // The arguments as the model wrote them (parsed, a 16-digit integer came back rounded).
+    const calls = m.tool_calls.map((c) => {
+      const args = c.function.arguments;
+      return `{"name":${JSON.stringify(c.function.name)},"arguments":${parsedOr(args) === args ? JSON.stringify(args) : minifiedJson(args)}}`;
+    });
     const text = textOnly(m).content as string;
     return { ...m, tool_calls: undefined, content: [text, ...calls].filter((t) => t !== '').join('\n') };
   });

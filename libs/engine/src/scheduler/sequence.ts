@@ -1,3 +1,4 @@
+import { minifiedJson } from '../text/json-text';
 import { FinishReason, GenerationEvent, TokenLogprob, ToolCallEvent } from '../core/generation-events';
 import { randomUUID } from 'node:crypto';
 import { OutputParser, ParsedOutput } from '../prompt/output-parsers';
@@ -266,7 +267,7 @@ export class Sequence {
           index,
           id: c.id || `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
           name: c.name,
-          arguments: compactJson(c.arguments),
+          arguments: minifiedJson(c.arguments),
         }));
         this.channel.push({ type: 'tool_calls', calls });
         // Cut by max_tokens, the answer says so even with calls in it: more may have followed.
@@ -364,14 +365,6 @@ export class Sequence {
 }
 
 /** Arguments as compact JSON (grammars allow whitespace a weak model spends freely). */
-function compactJson(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text));
-  } catch {
-    return text;
-  }
-}
-
 function isJson(text: string): boolean {
   try {
     JSON.parse(text);
