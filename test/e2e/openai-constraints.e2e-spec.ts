@@ -228,6 +228,39 @@ describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
     expect(texts.size).toBeGreaterThan(10);
   });
 
+  it('patterns in JavaScript\'s syntax and a lone integer minimum hold (llama.cpp dropped \\d, \\s and escapes, and let 11 pass minimum 100)', async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        zip: { type: 'string', pattern: '^\\d{5}$' },
+        // An email in zod's manner, bounded: escapes in a class, a lookahead (left out unchecked, the rest holds).
+        email: { type: 'string', pattern: "^(?!\\.)[a-z0-9_'+\\-\\.]{1,8}@[a-z0-9\\-]{1,8}\\.[a-z]{2,3}$" },
+        word: { type: 'string', pattern: '^\\w{2,6}\\s\\S{1,3}$' },
+        n: { type: 'integer', minimum: 100 },
+      },
+      required: ['zip', 'email', 'word', 'n'],
+      additionalProperties: false,
+    };
+    const lax = { ...schema, properties: { ...schema.properties, email: { type: 'string', pattern: "^[a-z0-9_'+\\-\\.]{1,8}@[a-z0-9\\-]{1,8}\\.[a-z]{2,3}$" } } };
+    const valid = new Ajv({ strict: true }).compile(lax);
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 400, temperature: 1, seed, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+      expect([seed, r.json.choices[0].finish_reason]).toEqual([seed, 'stop']);
+      const value = JSON.parse(r.json.choices[0].message.content);
+      expect([seed, value, valid(value)]).toEqual([seed, value, true]);
+    }
+    // The same through a forced tool call.
+    const tools = [{ type: 'function', function: { name: 'set_zip', parameters: { type: 'object', properties: { zip: schema.properties.zip, n: schema.properties.n }, required: ['zip', 'n'] } } }];
+    for (let seed = 1; seed <= 3; seed++) {
+      const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], tools, tool_choice: 'required', max_tokens: 200, temperature: 1, seed });
+      const args = JSON.parse(r.json.choices[0].message.tool_calls[0].function.arguments);
+      expect([seed, /^\d{5}$/.test(args.zip), args.n >= 100]).toEqual([seed, true, true]);
+    }
+    // A pattern with no grammar form is a 400 for a format (it ran unconstrained under a 200).
+    const bad = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^\\p{L}+$' } } } } } });
+    expect([bad.status, bad.json.error.message]).toEqual([400, 'invalid JSON schema: properties.a: pattern "^\\\\p{L}+$" cannot be enforced while sampling: Unicode property classes (\\p{…}) have no grammar form here']);
+  });
+
   it('svc_schema wins over response_format', async () => {
     const other = { type: 'object', properties: { n: { type: 'integer', enum: [7, 8] } }, required: ['n'], additionalProperties: false };
     for (const seed of [1, 2, 3]) {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { NativeSamplerOptions } from './backend/native-addon';
 import { describeGbnfProblem, invertedRepetition } from './constraints/gbnf-check';
+import { enforceableSchema } from './constraints/schema-rewrite';
 import { schemaProblem } from './constraints/schema-check';
 import { Lexicon } from './constraints/lexicon';
 import { InvalidRequestError, ServerShuttingDownError } from './core/errors';
@@ -61,7 +62,7 @@ export class EngineService implements OnApplicationShutdown {
   }
 
   private async generateOnce(asked: GenerationRequest): Promise<GenerationHandle> {
-    const requested = this.resolveLexicon(asked);
+    const requested = enforceable(this.resolveLexicon(asked));
     const { lm, name: modelName, entry } = await this.models.acquireNamed(asked.model);
     return lm.held(async () => {
       // The requested name's manifest, not the loaded file's: two names of one file may differ here.
@@ -217,6 +218,21 @@ function answerTurnStart(lm: LoadedModel, p: PromptInput, rendered: RenderedProm
     own += lm.native.tokenizeSync(prefill.thought + prefill.text, false, true).length;
   }
   return Math.max(0, tokens.length - own);
+}
+
+/**
+ * A caller's JSON schema in the form llama.cpp's converter enforces (schema-rewrite.ts), checked
+ * first as written: a pattern JavaScript cannot read is named as the caller wrote it.
+ */
+function enforceable(c: OutputConstraint): OutputConstraint {
+  if (c.kind !== 'json_schema') return c;
+  const problem = schemaProblem(c.schema);
+  if (problem) throw new InvalidRequestError(`invalid JSON schema: ${problem}`);
+  try {
+    return { ...c, schema: enforceableSchema(c.schema, true) };
+  } catch (err) {
+    throw err instanceof InvalidRequestError ? new InvalidRequestError(`invalid JSON schema: ${err.message}`) : err;
+  }
 }
 
 /** A budget for the thoughts of a template with a think block (none for other prompts: nothing to close). */

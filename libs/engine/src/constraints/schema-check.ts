@@ -21,12 +21,12 @@ const RANGES: Array<[string, string]> = [
 ];
 
 /** Keywords whose value is a schema, or a map or list of schemas. */
-const ONE = ['additionalProperties', 'items', 'contains', 'propertyNames', 'additionalItems', 'unevaluatedItems', 'unevaluatedProperties'];
-const MAP = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
-const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems', 'items'];
+export const ONE = ['additionalProperties', 'items', 'contains', 'propertyNames', 'additionalItems', 'unevaluatedItems', 'unevaluatedProperties'];
+export const MAP = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+export const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems', 'items'];
 
 /** Past this depth a schema is left to llama.cpp (its converter has its own limits). */
-const MAX_DEPTH = 64;
+export const MAX_DEPTH = 64;
 
 function walk(node: unknown, at: string, depth: number, ecma: boolean): string | undefined {
   if (!node || typeof node !== 'object' || Array.isArray(node) || depth > MAX_DEPTH) return undefined;

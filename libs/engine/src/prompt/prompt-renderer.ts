@@ -1,3 +1,4 @@
+import { enforceableSchema } from '../constraints/schema-rewrite';
 import { minifiedJson } from '../text/json-text';
 import { NativeChatPrompt, NativeModel } from '../backend/native-addon';
 import { joinTexts } from './text-parts';
@@ -176,7 +177,8 @@ function toolChoiceText(choice: CoreToolChoice | undefined): string {
 
 /**
  * llama.cpp resolves a tool's "#/$defs/..." against its own wrapper schema: inlined first. A
- * schema no call could satisfy is refused (schemaProblem).
+ * schema no call could satisfy is refused (schemaProblem); the rest goes in the form llama.cpp
+ * enforces (schema-rewrite.ts).
  */
 function withInlinedRefs(t: CoreTool): CoreTool {
   const params = t.function.parameters;
@@ -186,7 +188,7 @@ function withInlinedRefs(t: CoreTool): CoreTool {
   // A tool's patterns are often Python's (pydantic, MCP servers): not refused for JavaScript's syntax.
   const problem = schemaProblem(inlined, { ecmaPatterns: false });
   if (problem) throw new InvalidRequestError(`${what}: ${problem}`);
-  return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
+  return { ...t, function: { ...t.function, parameters: enforceableSchema(inlined, false) as typeof params } };
 }
 
 /**
