@@ -226,6 +226,12 @@ describe('embeddings on a BERT encoder (-embed beside a decoder)', () => {
     it('cuts a pair longer than the model reads; refuses the rest in the spec\'s words', async () => {
       const long = await postJson(`${srv.url}/v1/rerank`, { query: QUERY.text, documents: ['word '.repeat(600), 'world'] });
       expect([long.status, long.json.usage.prompt_tokens]).toEqual([200, 512 + 5]);
+      // What lies past the cut changes nothing: a BERT pair ends with the document (no closing
+      // token), and its last word was kept in the last place read.
+      const C = 'cat '.repeat(600);
+      const tails = await postJson(`${srv.url}/v1/rerank`, { query: 'dog', documents: [C, `${C}zebra`, `${C}apple`], return_documents: false });
+      const byIndex = (tails.json.results as Array<{ index: number; relevance_score: number }>).sort((a, b) => a.index - b.index).map((r) => r.relevance_score);
+      expect(new Set(byIndex).size).toBe(1);
       const cases: Array<[string, unknown, string]> = [
         ['/rerank', { texts: ['a'] }, 'query is required'],
         ['/rerank', { query: '', documents: ['a'] }, 'query is required'],

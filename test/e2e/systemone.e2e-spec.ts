@@ -114,6 +114,17 @@ describe('POST /v1/systemone (the real server process)', () => {
     expect(Number(r.headers.get('x-svc-evaluated-tokens'))).toBe(total - 2 * shared);
   });
 
+  it('the state is data: a special token\'s name in it is text, it cannot end the user\'s turn', async () => {
+    const q = { a: { type: 'noul', instructions: 'x' } };
+    const count = async (s: string) => (await decide({ state: s, questions: q })).json.usage.input_tokens as number;
+    const text = model.tokenizeSync(JSON.stringify('<|im_end|>'), false, false).length;
+    expect(text).toBeGreaterThan(3);
+    // It was one token: <|im_end|> itself, the end of the turn, with whatever followed read as the next one.
+    expect((await count('<|im_end|>')) - (await count('x'))).toBe(text - model.tokenizeSync('"x"', false, false).length);
+    // A state without such a name is read as before: as the whole prompt tokenizes.
+    expect(await count('<|im_enX|>')).toBe(model.tokenizeSync(renderPrompt(model, { kind: 'chat', messages: decisionMessages('<|im_enX|>', parseQuestions(q)[0]), thinking: false }, { kind: 'none' }).text, true, true).length);
+  });
+
   it('gives each question the answer it gets when asked alone', async () => {
     const together = await decide({ state, questions });
     for (const [name, q] of Object.entries(questions)) {
@@ -241,6 +252,29 @@ describe('POST /v1/systemone (the real server process)', () => {
       const r = await decide(body);
       // The decision route's errors are the local runner's: { error: "<message>" }.
       expect({ body, status: r.status, error: r.json.error }).toEqual({ body, status: body && (body as { model?: string }).model ? 404 : 400, error: expect.stringContaining(message) });
+    }
+  });
+});
+
+describe('POST /v1/systemone on a template that opens the think block whatever it is told (synthetic r1-tiny, DeepSeek-R1 distill template)', () => {
+  let srv: RunningServer;
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('closes the block before the letter: the scored token is the answer\'s first, not the thoughts\' (the prompt ended in "<think>\\n")', async () => {
+    const path = syntheticModel('r1-tiny');
+    srv = await startServer(['-m', path, '-threads', '1']);
+    const model = await loadEngineModel(path);
+    try {
+      const q = { a: { type: 'noul', instructions: 'Is it so?' } };
+      const text = renderPrompt(model, { kind: 'chat', messages: decisionMessages('x', parseQuestions(q)[0]), thinking: false }, { kind: 'none' }).text;
+      expect(text.endsWith('<think>\n')).toBe(true);
+      const r = await postJson(`${srv.url}/v1/systemone`, { state: 'x', questions: q });
+      expect(r.status).toBe(200);
+      expect(r.json.usage.input_tokens).toBe(model.tokenizeSync(`${text}</think>\n\n`, true, true).length);
+    } finally {
+      model.dispose();
     }
   });
 });

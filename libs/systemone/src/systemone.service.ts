@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RequestScope } from '../../engine/src/core/generation-request';
 import { NextTokenScorer } from '../../engine/src/decisions/next-token-scorer';
 import { Answer, answerOf } from './decision-answers';
-import { decisionMessages } from './decision-prompts';
+import { decisionMessages, stateJson } from './decision-prompts';
 import { checkState, KeyOrder, parseQuestions } from './questions';
 import { DecisionRequestDto } from './protocol/decision.dto';
 
@@ -39,7 +39,7 @@ export class SystemOneService {
       keepAlive: dto.keep_alive,
       owner: scope.owner ?? '',
       signal: scope.signal,
-      prompts: questions.map((q) => ({ label: q.name, messages: decisionMessages(state, q), options: q.options.map((o) => o.letter) })),
+      prompts: questions.map((q) => ({ label: q.name, messages: decisionMessages(state, q), options: q.options.map((o) => o.letter), data: stateJson(state) })),
     });
     const answers = questions.map((q, i): [string, Answer] => [q.name, answerOf(q, r.probabilities[i])]);
     const input = r.promptTokens.reduce((s, n) => s + n, 0);

@@ -14,6 +14,8 @@ export interface ScoredPrompt {
   label: string;
   messages: CoreMessage[];
   options: string[];
+  /** Text in the messages that is data (the state): read as text, its special-token names too. */
+  data?: string;
 }
 
 export interface ScoringRequest {
@@ -60,8 +62,9 @@ export class NextTokenScorer {
     // carries the state, and 64 of a megabyte tokenized on the loop held every route for seconds.
     const limit = lm.scheduler.nCtxSeq;
     const tokens: Int32Array[] = [];
+    const specialIn = new Map<string, boolean>();
     for (const p of req.prompts) {
-      const t = await this.tokenize(lm, p);
+      const t = await this.tokenize(lm, p, specialIn);
       if (t.length + 1 > limit) throw new InvalidRequestError(`question "${p.label}" is ${t.length} tokens; ${name} holds ${limit} positions per request`);
       if (req.signal?.aborted) throw new ClientGoneError();
       tokens.push(t);
@@ -118,11 +121,41 @@ export class NextTokenScorer {
     return { modelName: name, probabilities, promptTokens: tokens.map((t) => t.length), evaluatedTokens: evaluated };
   }
 
-  private async tokenize(lm: LoadedModel, p: ScoredPrompt): Promise<Int32Array> {
+  /** `specialIn`: whether a data text holds a special token's name (asked once a request: it may be a megabyte). */
+  private async tokenize(lm: LoadedModel, p: ScoredPrompt, specialIn: Map<string, boolean>): Promise<Int32Array> {
     // thinking off: a reasoning template opens (and closes) its think block in the generation prompt,
     // so the next token is the answer's first.
     const rendered = renderPrompt(lm.native, { kind: 'chat', messages: p.messages, thinking: false }, { kind: 'none' });
-    return lm.native.tokenize(rendered.text, true, true);
+    let text = rendered.text;
+    // Some templates open it whatever enable_thinking says (DeepSeek-R1's `<think>\n`): the scored
+    // token was the thoughts' first. Closed here, as llama.cpp closes it for such a template.
+    const chat = rendered.chat;
+    const start = chat?.thinkingStartTag.trim();
+    const end = chat?.thinkingEndTags.find((t) => t.trim() !== '');
+    if (start && end && text.trimEnd().endsWith(start)) text = `${text}${end}\n\n`;
+    // The data is text: a special token's name written in it (`<|im_end|>`) would end the turn and
+    // forge the next. Only then is it tokenized apart (apart, a piece's edges may tokenize otherwise).
+    const at = p.data ? text.indexOf(p.data) : -1;
+    if (at < 0 || !(await this.holdsSpecial(lm, p.data!, specialIn))) return lm.native.tokenize(text, true, true);
+    // The line ends after it go with it: a tokenizer joins "}" or '"' to the newline that follows.
+    let upTo = at + p.data!.length;
+    while (text[upTo] === '\n' || text[upTo] === '\r') upTo++;
+    const parts = await Promise.all([
+      lm.native.tokenize(text.slice(0, at), true, true),
+      lm.native.tokenize(text.slice(at, upTo), false, false),
+      lm.native.tokenize(text.slice(upTo), false, true),
+    ]);
+    return Int32Array.from(parts.flatMap((t) => Array.from(t)));
+  }
+
+  private async holdsSpecial(lm: LoadedModel, data: string, seen: Map<string, boolean>): Promise<boolean> {
+    let found = seen.get(data);
+    if (found === undefined) {
+      const [asText, parsed] = await Promise.all([lm.native.tokenize(data, false, false), lm.native.tokenize(data, false, true)]);
+      found = asText.length !== parsed.length || asText.some((t, i) => t !== parsed[i]);
+      seen.set(data, found);
+    }
+    return found;
   }
 }
 

@@ -41,8 +41,11 @@ export class RerankService {
     const [bare] = await encoder.native.rerankInputs(req.query, ['']);
     if (bare.length >= nCtx) throw new InvalidRequestError(`the query is ${bare.length} tokens with its markers; ${name} reads at most ${nCtx} a pair, with the document`);
     // A pair longer than the model reads loses the end of its document, its closing token kept
-    // (as rerank services cut long documents rather than refuse them).
-    const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => (t.length <= nCtx ? t : fitTokens(t, nCtx, t[t.length - 1])));
+    // (as rerank services cut long documents rather than refuse them). The closing token is the
+    // one the format writes after any document, as after an empty one: a BERT pair has none
+    // ([CLS] q [SEP] d), and keeping its last token let a word past the cut change the score.
+    const closing = bare[bare.length - 1];
+    const pairs = (await encoder.native.rerankInputs(req.query, req.documents)).map((t) => (t.length <= nCtx ? t : fitTokens(t, nCtx, closing)));
     const scores = (await encoder.embed(pairs, req.signal)).map((v) => v[0]);
     return { model: name, scores, promptTokens: pairs.reduce((n, t) => n + t.length, 0) };
   }
