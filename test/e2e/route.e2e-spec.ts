@@ -2,6 +2,7 @@ import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fixtureModel, STORIES, syntheticModel } from './helpers/fixtures';
+import { pdf } from './helpers/media';
 import { writeOllamaModel } from './helpers/ollama-store';
 import { postJson, RunningServer, startServer } from './helpers/server';
 import { HELD_OUT } from '../fixtures/route-heldout';
@@ -68,8 +69,36 @@ describe('route by rules: several chat models, -embed an encoder that is not all
     // A video is read as frames, by a vision model too; a PDF is read as text by any.
     const clip = await route(srv, { messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } }] }] });
     expect(clip.json).toMatchObject({ category: 'image', method: 'attachment', model: 'tiny-vision:latest' });
-    const doc = await route(srv, { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0=' } }, { type: 'text', text: 'hello there' }] }] });
+    const doc = await route(srv, { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: pdf(['A page of notes']).toString('base64') } }, { type: 'text', text: 'hello there' }] }] });
     expect(doc.json.method).not.toBe('attachment');
+  });
+
+  it('a PDF counts as the text chat reads of it, in every dialect\'s part: a long one goes by length and does not fit', async () => {
+    // 30 pages of 70 lines: about 130,000 characters, some 32,000 tokens (chat refuses it on a 4096-position model).
+    const line = 'The quick brown fox jumps over the lazy dog, then rests. ';
+    const book = pdf(Array.from({ length: 30 }, (_, i) => Array.from({ length: 70 }, (_, k) => `${i}.${k} ${line}`).join('\n'))).toString('base64');
+    const parts = [
+      { type: 'file', file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${book}` } },
+      { type: 'document', title: 'a.pdf', source: { type: 'base64', media_type: 'application/pdf', data: book } },
+      { type: 'input_file', filename: 'a.pdf', file_data: `data:application/pdf;base64,${book}` },
+    ];
+    for (const part of parts) {
+      const r = await route(srv, { messages: [{ role: 'user', content: [part, { type: 'text', text: 'Summarize' }] }] });
+      expect([r.status, part.type]).toEqual([200, part.type]);
+      expect(r.json).toMatchObject({ category: 'long-context', method: 'length', fits: false, fits_memory: true, context: 4096 });
+      expect(r.json.estimated_tokens).toBeGreaterThan(30000);
+      expect(r.json.reason).toMatch(/^1\d{5} characters, over 6000$/);
+    }
+  });
+
+  it('a message of only a PDF (or a text document) is routed by the text in it', async () => {
+    const only = await route(srv, { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: pdf(['Prove that the square root of 2 is irrational, step by step.']).toString('base64') } }] }] });
+    expect(only.status).toBe(200);
+    expect(only.json).toMatchObject({ category: 'reasoning', method: 'rules', fits: true });
+    // "[PDF, 1 page]", a newline and the page's 60 characters, and one message's 4.
+    expect(only.json.estimated_tokens).toBe(Math.ceil((13 + 1 + 60) / 4) + 4);
+    const text = await route(srv, { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x'.repeat(7000) } }] }] });
+    expect(text.json).toMatchObject({ method: 'length', estimated_tokens: 1750 + 4 });
   });
 
   it('cheap takes the smallest model within one point of the best; local and best agree', async () => {
@@ -125,6 +154,9 @@ describe('route by rules: several chat models, -embed an encoder that is not all
       [{ text: 'a', images: 1.5 }, /^cannot parse request: images: /],
       [{ text: 'a', has_image: 'yes' }, /^cannot parse request: has_image: /],
       [{ messages: [{ role: 'user', content: 7 }] }, 'messages[0].content must be a string or an array of content parts'],
+      // A file is read as chat reads it, and refused as chat refuses it.
+      [{ messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'aGVsbG8=' } }] }] }, 'file 1 is not a PDF (no %PDF- header)'],
+      [{ messages: [{ role: 'user', content: [{ type: 'input_file' }] }] }, 'cannot parse request: messages[0].content[0] needs file_data or file_url (file ids are not stored here)'],
     ];
     for (const [body, message] of cases) {
       const r = await route(srv, body);

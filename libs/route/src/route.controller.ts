@@ -11,7 +11,7 @@ export class RouteController {
 
   @Post('route')
   @HttpCode(200)
-  route(@Body() dto: RouteRequestDto, @ClientSignal() signal: AbortSignal): Promise<unknown> {
-    return this.routes.route(routeInput(dto), dto.prefer ?? 'best', signal);
+  async route(@Body() dto: RouteRequestDto, @ClientSignal() signal: AbortSignal): Promise<unknown> {
+    return this.routes.route(await routeInput(dto, signal), dto.prefer ?? 'best', signal);
   }
 }

@@ -4,18 +4,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * A PDF written by hand: one page per entry, holding that text in Helvetica, or (null) a page
- * with a filled square and no text layer, as a scanned page reads to pdftotext.
+ * A PDF written by hand: one page per entry, holding that text in Helvetica (a line per "\n"; the
+ * page grows to hold them, since pdftotext leaves out text past its edges), or (null) a page with
+ * a filled square and no text layer, as a scanned page reads to pdftotext.
  */
 export function pdf(pages: Array<string | null>): Buffer {
   const objs: string[] = ['<< /Type /Catalog /Pages 2 0 R >>', ''];
   const kids: string[] = [];
   objs.push('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>'); // object 3
   for (const text of pages) {
-    const stream = text === null ? '0 0 1 rg 50 50 100 100 re f' : `BT /F1 14 Tf 20 100 Td (${text.replace(/[()\\]/g, (c) => `\\${c}`)}) Tj ET`;
+    const lines = (text ?? '').split('\n');
+    const width = Math.max(300, 40 + 8 * Math.max(...lines.map((l) => l.length)));
+    const height = Math.max(200, 140 + 16 * (lines.length - 1));
+    const shown = lines.map((l) => `(${l.replace(/[()\\]/g, (c) => `\\${c}`)}) Tj`).join(' T* ');
+    const stream = text === null ? '0 0 1 rg 50 50 100 100 re f' : `BT /F1 14 Tf 16 TL 20 ${height - 100} Td ${shown} ET`;
     objs.push(`<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`);
     const contents = objs.length;
-    objs.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents ${contents} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`);
+    objs.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${width} ${height}] /Contents ${contents} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`);
     kids.push(`${objs.length} 0 R`);
   }
   objs[1] = `<< /Type /Pages /Kids [${kids.join(' ')}] /Count ${pages.length} >>`;

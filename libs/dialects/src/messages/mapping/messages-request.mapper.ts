@@ -160,7 +160,7 @@ function toolResultContent(b: MessagesBlock, at: string): CoreMessage['content']
 }
 
 /** image and document blocks. A plain-text document is text any model can read; the rest are media parts. */
-function mediaPart(b: MessagesBlock | null, at: string): CoreContentPart {
+export function mediaPart(b: MessagesBlock | null, at: string): CoreContentPart {
   if (!b || typeof b !== 'object') throw new InvalidRequestError(`cannot parse request: ${at} must be a content block`);
   const src = b.source as { type?: unknown; media_type?: unknown; data?: unknown; url?: unknown; content?: unknown } | undefined;
   if (b.type !== 'image' && b.type !== 'document') throw new InvalidRequestError(`cannot parse request: ${at}.type must be text, image or document`);

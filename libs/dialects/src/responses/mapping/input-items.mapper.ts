@@ -71,7 +71,7 @@ function messageToCore(item: ResponsesInputItem, at: string): CoreMessage {
   return { role, content: contentOf(parts) };
 }
 
-function partToCore(p: Record<string, unknown>, at: string): CoreContentPart {
+export function partToCore(p: Record<string, unknown>, at: string): CoreContentPart {
   switch (p?.type) {
     case 'input_text':
     case 'output_text':
