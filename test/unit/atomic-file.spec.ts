@@ -33,4 +33,17 @@ describe('writeFileAtomicAsync', () => {
     await expect(writeFileAtomicAsync(join(dir, 'taken'), Buffer.alloc(4096))).rejects.toThrow();
     expect(readdirSync(dir).sort()).toEqual(['index.bin', 'taken']);
   });
+
+  it('writes data given in pieces in order, and a piece source that fails leaves the old file and no temp file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-atomic-'));
+    const path = join(dir, 'index.bin');
+    await writeFileAtomicAsync(path, [Buffer.from('ab'), Buffer.alloc(0), Buffer.from('cd')]);
+    expect(readFileSync(path, 'utf8')).toBe('abcd');
+    function* failing(): Generator<Buffer> {
+      yield Buffer.from('half');
+      throw new Error('no more');
+    }
+    await expect(writeFileAtomicAsync(path, failing())).rejects.toThrow('no more');
+    expect([readFileSync(path, 'utf8'), readdirSync(dir)]).toEqual(['abcd', ['index.bin']]);
+  });
 });

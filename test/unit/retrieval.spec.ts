@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { chunkText } from '../../libs/retrieval/src/index/chunker';
 import { DocumentIndex, IndexEmbedder } from '../../libs/retrieval/src/index/document-index';
 import { readIndexFile, writeIndexFile } from '../../libs/retrieval/src/index/index-file';
@@ -121,7 +121,60 @@ describe('index file', () => {
     expect(() => readIndexFile(path)).toThrow(/bytes of vectors; its header describes/);
     writeFileSync(path, Buffer.concat([good, Buffer.alloc(4)]));
     expect(() => readIndexFile(path)).toThrow(/bytes of vectors; its header describes/);
+    // Cut inside the chunk texts: the first text's length is there, its bytes are not.
+    writeFileSync(path, good.subarray(0, 12 + good.readUInt32LE(8) + 6));
+    expect(() => readIndexFile(path)).toThrow(/^index file ends at \d+ bytes, inside what its header describes$/);
   });
+
+  it('reads back texts exactly: unicode, empty, longer than a write piece, and a document without chunks', async () => {
+    const texts = ['', 'héllo wörld', '😀 数据 д\r\n\t"quoted" \\ back', '', 'x'.repeat(3 << 20), 'ü'.repeat(700_000)];
+    const odd = {
+      encoder: { name: 'enc', hash: 'abc', dims: 2 },
+      documents: [
+        { source: 'empty.txt', size: 0, mtimeMs: 0, sha256: 'h0', chunks: [], vectors: new Float32Array(0) },
+        { source: 'ünï/😀.md', size: 1, mtimeMs: 3, sha256: 'h3', chunks: texts.map((text, i) => ({ start: i, end: i + text.length, text })), vectors: Float32Array.from(texts.flatMap((_, i) => [i, -i / 3])) },
+      ],
+    };
+    await writeIndexFile(path, odd);
+    expect(readIndexFile(path)).toEqual(odd);
+  });
+
+  it('keeps chunk texts out of the JSON header: V8 cannot make a string past ~512M characters, so large indexes could not be saved', async () => {
+    const big = { ...index, documents: [{ ...index.documents[0], chunks: [{ start: 0, end: 2_000_000, text: 'y'.repeat(2_000_000) }] }] };
+    await writeIndexFile(path, big);
+    // The header's length (u32 after the 8-byte magic): the document's name and offsets, no text.
+    expect(readFileSync(path).readUInt32LE(8)).toBeLessThan(1000);
+    expect(readIndexFile(path)).toEqual(big);
+  });
+
+  it('still reads a version-2 file, whose texts are in the header', () => {
+    const header = Buffer.from(JSON.stringify({ version: 2, encoder: index.encoder, documents: index.documents.map(({ vectors: _, ...d }) => d) }));
+    const headEnd = 12 + header.length;
+    const lead = Buffer.alloc(12);
+    lead.write('SVCIDX1\n', 'latin1');
+    lead.writeUInt32LE(header.length, 8);
+    const vectors = index.documents.map((d) => Buffer.from(d.vectors.buffer, d.vectors.byteOffset, d.vectors.byteLength));
+    writeFileSync(path, Buffer.concat([lead, header, Buffer.alloc((4 - (headEnd % 4)) % 4), ...vectors]));
+    expect(readIndexFile(path)).toEqual(index);
+    writeFileSync(path, Buffer.concat([lead, Buffer.from(header.toString().replace('"version":2', '"version":1'))]));
+    expect(() => readIndexFile(path)).toThrow('index file version 1; this server reads 2 and 3');
+  });
+
+  // Over V8's string limit for real: about 540 MB of text written and read back (a few GB of memory, tens of seconds).
+  (process.env.SVC_TEST_BIG_INDEX ? it : it.skip)('writes and reads an index whose texts pass 512M characters (SVC_TEST_BIG_INDEX=1)', async () => {
+    const text = 'z'.repeat(1000);
+    const n = 540_000;
+    const chunks = Array.from({ length: n }, (_, i) => ({ start: i * 1000, end: (i + 1) * 1000, text }));
+    const huge = join(mkdtempSync(join(tmpdir(), 'svc-bigindex-')), 'index.bin');
+    try {
+      await writeIndexFile(huge, { encoder: { name: 'enc', hash: 'abc', dims: 1 }, documents: [{ source: 'huge.txt', size: n * 1000, mtimeMs: 1, sha256: 'h', chunks, vectors: new Float32Array(n) }] });
+      const back = readIndexFile(huge)!;
+      expect(back.documents[0].chunks).toHaveLength(n);
+      expect(back.documents[0].chunks[n - 1]).toEqual(chunks[n - 1]);
+    } finally {
+      rmSync(dirname(huge), { recursive: true, force: true });
+    }
+  }, 600_000);
 });
 
 describe('document index refresh', () => {

@@ -35,16 +35,19 @@ export function writeFileAtomic(path: string, data: string | Buffer): void {
 
 /**
  * writeFileAtomic off the event loop, for large files written while requests are served (the
- * retrieval index): the same steps (temp file, fsync, rename, directory fsync), awaited.
+ * retrieval index): the same steps (temp file, fsync, rename, directory fsync), awaited. The data
+ * may come in pieces, written in turn, so a file larger than one buffer can hold is never one.
  */
-export async function writeFileAtomicAsync(path: string, data: Buffer): Promise<void> {
+export async function writeFileAtomicAsync(path: string, data: Buffer | Iterable<Buffer>): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.tmp-${basename(path)}-${randomBytes(6).toString('hex')}`);
   try {
     const fh = await open(tmp, 'w', 0o644);
     try {
-      await fh.writeFile(data);
+      for (const piece of Buffer.isBuffer(data) ? [data] : data) {
+        for (let off = 0; off < piece.length; ) off += (await fh.write(piece, off, piece.length - off)).bytesWritten;
+      }
       await fh.sync();
     } finally {
       await fh.close();
