@@ -20,13 +20,14 @@ const PETS = 'Cats sleep most of the day and hunt at night.\n\nDogs like long wa
 const PAY = 'Salaries are reviewed every March by the pay committee.\n';
 const TRAINS = `${'The night train leaves at ten and arrives at dawn. '.repeat(80)}\n\nTickets are sold at the station.\n`;
 
-/** A folder of documents: pets.md, trains.txt (long: several chunks), hr/pay.txt labelled hr. */
+/** A folder of documents: pets.md, trains.txt (long: several chunks), hr/pay.txt labelled hr (with a byte-order mark). */
 function documents(): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-index-'));
   mkdirSync(join(dir, 'hr'));
   writeFileSync(join(dir, 'pets.md'), PETS);
   writeFileSync(join(dir, 'trains.txt'), TRAINS);
-  writeFileSync(join(dir, 'hr', 'pay.txt'), PAY);
+  // Saved with a byte-order mark (as Windows editors do): offsets still index the file as readFileSync(…, 'utf8') reads it.
+  writeFileSync(join(dir, 'hr', 'pay.txt'), `\ufeff${PAY}`);
   writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'hr/': ['hr'] }));
   // Neither indexed: a binary file and a format the index does not read.
   writeFileSync(join(dir, 'photo.txt'), Buffer.from([0xff, 0xd8, 0xff, 0x00, 0x10]));

@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { chunkText } from '../../libs/retrieval/src/index/chunker';
 import { DocumentIndex, IndexEmbedder } from '../../libs/retrieval/src/index/document-index';
-import { readIndexFile, writeIndexFile } from '../../libs/retrieval/src/index/index-file';
+import { readIndexFile, StoredIndex, writeIndexFile } from '../../libs/retrieval/src/index/index-file';
 import { DocumentLabels } from '../../libs/retrieval/src/index/labels';
 
 describe('chunker', () => {
@@ -95,6 +96,17 @@ describe('document labels', () => {
   });
 });
 
+/** An index file in the previous layout (version 2): chunk texts inside the JSON header. */
+function versionTwo(index: StoredIndex): Buffer {
+  const header = Buffer.from(JSON.stringify({ version: 2, encoder: index.encoder, documents: index.documents.map((d) => ({ source: d.source, size: d.size, mtimeMs: d.mtimeMs, sha256: d.sha256, chunks: d.chunks })) }));
+  const headEnd = 12 + header.length;
+  const lead = Buffer.alloc(12);
+  lead.write('SVCIDX1\n', 'latin1');
+  lead.writeUInt32LE(header.length, 8);
+  const vectors = index.documents.map((d) => Buffer.from(d.vectors.buffer, d.vectors.byteOffset, d.vectors.byteLength));
+  return Buffer.concat([lead, header, Buffer.alloc((4 - (headEnd % 4)) % 4), ...vectors]);
+}
+
 describe('index file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-indexfile-'));
   const path = join(dir, 'index.bin');
@@ -147,16 +159,10 @@ describe('index file', () => {
     expect(readIndexFile(path)).toEqual(big);
   });
 
-  it('still reads a version-2 file, whose texts are in the header', () => {
-    const header = Buffer.from(JSON.stringify({ version: 2, encoder: index.encoder, documents: index.documents.map(({ vectors: _, ...d }) => d) }));
-    const headEnd = 12 + header.length;
-    const lead = Buffer.alloc(12);
-    lead.write('SVCIDX1\n', 'latin1');
-    lead.writeUInt32LE(header.length, 8);
-    const vectors = index.documents.map((d) => Buffer.from(d.vectors.buffer, d.vectors.byteOffset, d.vectors.byteLength));
-    writeFileSync(path, Buffer.concat([lead, header, Buffer.alloc((4 - (headEnd % 4)) % 4), ...vectors]));
-    expect(readIndexFile(path)).toEqual(index);
-    writeFileSync(path, Buffer.concat([lead, Buffer.from(header.toString().replace('"version":2', '"version":1'))]));
+  it('still reads a version-2 file, whose texts are in the header; its documents are to be read again (mtime unknown)', () => {
+    writeFileSync(path, versionTwo(index));
+    expect(readIndexFile(path)).toEqual({ ...index, documents: index.documents.map((d) => ({ ...d, mtimeMs: -1 })) });
+    writeFileSync(path, Buffer.from(versionTwo(index).toString('latin1').replace('"version":2', '"version":1'), 'latin1'));
     expect(() => readIndexFile(path)).toThrow('index file version 1; this server reads 2 and 3');
   });
 
@@ -259,6 +265,36 @@ describe('document index refresh', () => {
     writeFileSync(join(dir, 'labels.json'), JSON.stringify({ 'secret/': ['t'] }));
     await idx.refresh(inner);
     expect(idx.search(Float32Array.from([1, 0]), () => true, 10).map((h) => h.labels)).toEqual([['t'], ['t']]);
+  });
+
+  it('counts a byte-order mark in offsets, as readFileSync(p, "utf8") and Python\'s open() read the document, and never embeds it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    writeFileSync(join(dir, 'bom.txt'), '\ufeffFirst paragraph here.\n\nSecond one.');
+    const e = counting();
+    const idx = new DocumentIndex(dir, () => undefined);
+    await idx.refresh(e);
+    expect(e.texts).toEqual(['First paragraph here.\n\nSecond one.']);
+    const file = readFileSync(join(dir, 'bom.txt'), 'utf8');
+    const [hit] = idx.search(Float32Array.from([1, 0]), () => true, 5);
+    expect([hit.chunk.start, hit.chunk.end, file.slice(hit.chunk.start, hit.chunk.end)]).toEqual([1, file.length, hit.chunk.text]);
+  });
+
+  it('takes an older index\'s offsets afresh, without embedding again: version 2 counted a byte-order mark out of them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+    const bytes = Buffer.from('\ufeffFirst paragraph here.');
+    writeFileSync(join(dir, 'bom.txt'), bytes);
+    mkdirSync(join(dir, '.svc-index'));
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const chunks = [{ start: 0, end: 21, text: 'First paragraph here.' }];
+    const e = counting();
+    const encoder = await e.identity();
+    writeFileSync(join(dir, '.svc-index', 'index.bin'), versionTwo({ encoder, documents: [{ source: 'bom.txt', size: bytes.length, mtimeMs: statSync(join(dir, 'bom.txt')).mtimeMs, sha256, chunks, vectors: Float32Array.from([1, 0]) }] }));
+    const idx = new DocumentIndex(dir, () => undefined);
+    idx.load();
+    await idx.refresh(e);
+    expect(e.texts).toEqual([]);
+    const [hit] = idx.search(Float32Array.from([1, 0]), () => true, 5);
+    expect([hit.chunk.start, hit.chunk.end, hit.score]).toEqual([1, 22, 1]);
   });
 
   it('searches by dot product, best first, through the visibility filter', async () => {

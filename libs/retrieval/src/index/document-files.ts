@@ -65,10 +65,11 @@ export async function readDocument(dir: string, source: string, warn: (msg: stri
     return undefined;
   }
   try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    // A byte-order mark is kept: offsets index the document as readFileSync(p, 'utf8') and Python's
+    // open(p, encoding='utf-8') read it, U+FEFF at 0. The chunker trims it off (\s holds it), so it is never embedded.
+    const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
     if (text.includes('\0')) throw new Error('binary');
-    // A byte-order mark is no part of the text.
-    return { text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, bytes };
+    return { text, bytes };
   } catch {
     warn(`index: ${source} is not UTF-8 text; skipped`);
     return undefined;

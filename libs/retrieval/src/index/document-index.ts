@@ -101,11 +101,13 @@ export class DocumentIndex {
         }
         const sha256 = createHash('sha256').update(doc.bytes).digest('hex');
         changed = true;
-        if (old && old.sha256 === sha256) {
-          Object.assign(old, { size: st.size, mtimeMs: st.mtimeMs });
+        const chunks = chunkText(doc.text);
+        // Same contents, same chunk texts: the vectors hold; the offsets are taken afresh (an
+        // older index counted a byte-order mark out of them).
+        if (old && old.sha256 === sha256 && sameTexts(old.chunks, chunks)) {
+          Object.assign(old, { size: st.size, mtimeMs: st.mtimeMs, chunks });
           continue;
         }
-        const chunks = chunkText(doc.text);
         const vectors = new Float32Array(chunks.length * enc.dims);
         for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
           const batch = await embedder.embed(chunks.slice(i, i + EMBED_BATCH).map((c) => c.text));
@@ -152,4 +154,8 @@ export class DocumentIndex {
       this.warn(`index: cannot write ${join(this.dir, INDEX_FILE)}: ${(err as Error).message}`);
     }
   }
+}
+
+function sameTexts(a: Chunk[], b: Chunk[]): boolean {
+  return a.length === b.length && a.every((c, i) => c.text === b[i].text);
 }

@@ -114,7 +114,12 @@ function readIndex(r: FileReader): StoredIndex {
   if (head.version !== VERSION && head.version !== TEXTS_IN_HEADER) throw new Error(`index file version ${head.version}; this server reads ${TEXTS_IN_HEADER} and ${VERSION}`);
   const dims = head.encoder?.dims;
   if (!Number.isInteger(dims) || dims < 1 || !Array.isArray(head.documents) || !head.documents.every((d) => Array.isArray(d?.chunks))) throw new Error('index header is malformed');
-  const documents = head.documents.map((d) => ({ ...d, chunks: head.version === TEXTS_IN_HEADER ? (d.chunks as Chunk[]) : (d.chunks as Array<[number, number]>).map(([start, end]) => ({ start, end, text: r.text() })) }));
+  const documents = head.documents.map((d) =>
+    head.version === TEXTS_IN_HEADER
+      ? // Its offsets left out a leading byte-order mark: mtime unknown, so the next refresh reads each document again (not embedding it).
+        { ...d, mtimeMs: -1, chunks: d.chunks as Chunk[] }
+      : { ...d, chunks: (d.chunks as Array<[number, number]>).map(([start, end]) => ({ start, end, text: r.text() })) },
+  );
   r.take((4 - (r.at % 4)) % 4);
   const rows = documents.reduce((n, d) => n + d.chunks.length, 0);
   if (r.size - r.at !== rows * dims * 4) throw new Error(`index holds ${r.size - r.at} bytes of vectors; its header describes ${rows * dims * 4}`);
