@@ -18,6 +18,6 @@ export function fixtureModel(file: string): string {
 export const STORIES = 'stories260K.gguf';
 
 /** A synthetic random-weight model (test/fixtures/models.mjs): generated once, then cached. */
-export function syntheticModel(kind: 'qwen2-tiny' | 'qwen2.5-tiny' | 'llama-tiny' | 'llama3-tiny' | 'qwen2-0.5b' | 'coder-tiny' | 'thinker-tiny' | 'vision-tiny' | 'wide-heads-tiny' | 'bert-tiny' | 'bert-rerank-tiny' | 'whisper-tiny'): string {
+export function syntheticModel(kind: 'qwen2-tiny' | 'qwen2.5-tiny' | 'llama-tiny' | 'llama3-tiny' | 'qwen2-0.5b' | 'coder-tiny' | 'thinker-tiny' | 'r1-tiny' | 'vision-tiny' | 'wide-heads-tiny' | 'bert-tiny' | 'bert-rerank-tiny' | 'whisper-tiny'): string {
   return execFileSync(process.execPath, [join(ROOT, 'test', 'fixtures', 'models.mjs'), kind], { encoding: 'utf8', timeout: 600_000 }).trim().split('\n').pop()!;
 }
