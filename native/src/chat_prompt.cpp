@@ -54,6 +54,13 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
       if (!in.Get("tools").IsArray()) throwType(env, "applyChatTemplate: tools must be an array");
       inputs.tools = common_chat_tools_parse_oaicompat(common_json::parse(jsonStringify(env, in.Get("tools"))));
     }
+    // The tools as the grammar enforces them (svc's schema rewrite), where they differ from those shown.
+    std::vector<common_chat_tool> grammarTools;
+    const bool ownGrammarTools = hasOpt(in, "grammarTools");
+    if (ownGrammarTools) {
+      if (!in.Get("grammarTools").IsArray()) throwType(env, "applyChatTemplate: grammarTools must be an array");
+      grammarTools = common_chat_tools_parse_oaicompat(common_json::parse(jsonStringify(env, in.Get("grammarTools"))));
+    }
     if (hasOpt(in, "toolChoice")) {
       inputs.tool_choice = common_chat_tool_choice_parse_oaicompat(optString(in, "toolChoice", "auto"));
     }
@@ -92,7 +99,18 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
       for (const auto & item : kw.items()) inputs.chat_template_kwargs[item.key()] = item.value().dump();
     }
 
-    st->params = common_chat_templates_apply(tmpls, inputs);
+    if (ownGrammarTools) {
+      // The grammar and parser from the enforced tools, the prompt from the tools as sent: the
+      // model reads the caller's schemas, not their rewrite.
+      auto enforced = inputs;
+      enforced.tools = grammarTools;
+      const std::string shown = common_chat_templates_apply(tmpls, inputs).prompt;
+      st->params = common_chat_templates_apply(tmpls, enforced);
+      st->params.prompt = shown;
+      inputs = enforced;
+    } else {
+      st->params = common_chat_templates_apply(tmpls, inputs);
+    }
     auto readAs = reasoning;
     if (!split && !st->params.grammar.empty() && !st->params.grammar_lazy && !st->params.thinking_start_tag.empty()) {
       // reasoning_format none only says where the thoughts go: the model still thinks first. llama.cpp
@@ -100,7 +118,9 @@ Napi::Value applyChatTemplate(const Napi::CallbackInfo & info, const std::shared
       // opened (the sampler, fed that prompt first, failed: "std::exception"; the parser could not
       // read the output): the split format's, with the thoughts put back in front (Parse).
       inputs.reasoning_format = readAs = COMMON_REASONING_FORMAT_DEEPSEEK;
+      const std::string shown = st->params.prompt;
       st->params = common_chat_templates_apply(tmpls, inputs);
+      st->params.prompt = shown;
       st->thoughtsInContent = true;
     }
     if (inputs.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED && !st->params.grammar_lazy) {

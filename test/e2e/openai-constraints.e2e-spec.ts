@@ -256,6 +256,16 @@ describe('JSON schema constraints (synthetic qwen2-tiny)', () => {
       const args = JSON.parse(r.json.choices[0].message.tool_calls[0].function.arguments);
       expect([seed, /^\d{5}$/.test(args.zip), args.n >= 100]).toEqual([seed, true, true]);
     }
+    // What the pattern lets through sits in a JSON string as written: no raw control character,
+    // quote or backslash (\s wrote raw newlines, \D and . tabs: no JSON), and each alternative anchors itself.
+    for (const pattern of ['^\\s{3}$', '^\\D{4}$', '^.{6}$', '^[^a]{5}$', '^\\d{2}$|^\\d{4}-\\d$', '^ab\\/?$']) {
+      const ok = new Ajv({ strict: true }).compile({ type: 'object', properties: { v: { type: 'string', pattern } }, required: ['v'] });
+      for (let seed = 1; seed <= 4; seed++) {
+        const r = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], max_tokens: 200, temperature: 1, seed, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { v: { type: 'string', pattern } }, required: ['v'] } } } });
+        const text = r.json.choices[0].message.content as string;
+        expect([pattern, seed, ok(JSON.parse(text))]).toEqual([pattern, seed, true]);
+      }
+    }
     // A pattern with no grammar form is a 400 for a format (it ran unconstrained under a 200).
     const bad = await postJson(`${srv.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^\\p{L}+$' } } } } } });
     expect([bad.status, bad.json.error.message]).toEqual([400, 'invalid JSON schema: properties.a: pattern "^\\\\p{L}+$" cannot be enforced while sampling: Unicode property classes (\\p{…}) have no grammar form here']);

@@ -279,7 +279,7 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     expect(acc).toEqual({ 0: call.function });
   });
 
-  it('a streamed forced call opens its stream at the first token, not when the call is whole (every dialect)', async () => {
+  it('a streamed forced call (or text held back) opens its stream at the first token, not when the answer is whole (every dialect)', async () => {
     // A string parameter: the random model writes it on to max_tokens, the call is never whole.
     const tools = [{ type: 'function', function: { name: 'write_file', parameters: { type: 'object', properties: { content: { type: 'string' } }, required: ['content'] } } }];
     const routes: Array<[string, Record<string, unknown>]> = [
@@ -299,6 +299,16 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
       await reader.cancel();
       for (let i = 0; i < 100 && ((await (await fetch(`${srv.url}/v1/stats`)).json()) as any).active > 0; i++) await new Promise((res) => setTimeout(res, 20));
     }
+    // Text held back for a stop string whose start the answer keeps writing (greedy, this model
+    // repeats "ค่อน" after "hi"): the headers still come at the first token.
+    const stop = `${'ค่อน'.repeat(1600)}Z`;
+    for (const [route, body] of [['/v1/completions', { prompt: 'hi' }], ['/api/generate', { prompt: 'hi', raw: true, options: { stop: [stop], num_predict: 400, temperature: 0 } }]] as const) {
+      const r = await fetch(`${srv.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: '', max_tokens: 400, stop: [stop], temperature: 0, stream: true, ...body }) });
+      const stats = (await (await fetch(`${srv.url}/v1/stats`)).json()) as any;
+      expect([route, r.status, stats.active]).toEqual([route, 200, 1]);
+      await r.body!.cancel();
+      for (let i = 0; i < 100 && ((await (await fetch(`${srv.url}/v1/stats`)).json()) as any).active > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    }
   });
 
   it('call arguments are the JSON the model wrote: a 16-digit integer is not rounded through a JS number', async () => {
@@ -314,6 +324,17 @@ describe('tools through the chat template (synthetic qwen2.5-tiny)', () => {
     }
     // Past 2^53 (about 9.007e15) a JS number rounds most such ids: they came back changed.
     expect(rounded).toBeGreaterThan(0);
+  });
+
+  it('the model reads the tools\' schemas as sent; only the grammar takes their enforceable form', async () => {
+    const ask = (n: Record<string, unknown>, tool_choice: 'auto' | 'required' = 'auto') =>
+      postJson(`${srv.url}/v1/chat/completions`, { messages: USER, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { n }, required: ['n'] } } }], tool_choice, max_tokens: 200, temperature: 1, seed: 3 });
+    const alone = (await ask({ type: 'integer', minimum: 100 })).json.usage.prompt_tokens;
+    const bounded = (await ask({ type: 'integer', minimum: 100, maximum: Number.MAX_SAFE_INTEGER })).json.usage.prompt_tokens;
+    // It was the same prompt: the rewrite's added maximum was in the template's tool list.
+    expect(bounded).toBeGreaterThan(alone);
+    const call = (await ask({ type: 'integer', minimum: 100 }, 'required')).json.choices[0].message.tool_calls[0];
+    expect(JSON.parse(call.function.arguments).n).toBeGreaterThanOrEqual(100);
   });
 
   it('the next turn with the tool result continues, and its prompt is longer', async () => {

@@ -37,6 +37,16 @@ export class StreamWriter {
     this.write(JSON.stringify(obj) + '\n');
   }
 
+  /**
+   * The 200 and its headers now, before any frame: a stream whose first text is held back (the
+   * start of a stop string, a call's syntax) said nothing at all until its end.
+   */
+  open(): void {
+    if (this.closed || this.raw.headersSent) return;
+    this.begin();
+    this.raw.flushHeaders();
+  }
+
   end(): void {
     if (this.closed) return;
     this.begin();

@@ -102,6 +102,8 @@ export interface NativeChatInput {
   tools?: unknown[];
   /** 'auto' | 'none' | 'required' */
   toolChoice?: string;
+  /** The tools as the grammar enforces them, where they differ from `tools` (shown to the model). */
+  grammarTools?: unknown[];
   parallelToolCalls?: boolean;
   addGenerationPrompt?: boolean;
   /** Continue the final assistant message instead of opening a new turn (prefill). */

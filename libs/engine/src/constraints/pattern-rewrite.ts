@@ -3,72 +3,84 @@
  * schema converter follows. The converter reads only anchored patterns (`^…$`), none of the
  * class escapes (`\d`, `\w`, `\s`) and no escaped punctuation but its own few: anything else
  * it logged to stderr and dropped ("accepting any string"), so `^\d{5}$` let the model write
- * any string under a 200. The rewrite keeps the language: `\d` is `[0-9]`, `\s` every
- * whitespace character ECMA-262 names, an escaped `-` is `\x2D`; an unanchored pattern (a
- * match anywhere, as JSON Schema reads it) gets `.*` where its anchors are missing. Assertions
- * (lookarounds, `\b`) are left out: the grammar holds the rest, they go unchecked. What has no
- * grammar form at all (back-references, `\p{…}`, `\S` inside a class) is a problem.
+ * any string under a 200. The rewrite keeps to the pattern's language: `\d` is `[0-9]`, an
+ * escaped `-` is `\x2D`; an unanchored pattern (a match anywhere, as JSON Schema reads it)
+ * gets `.*` where its anchors are missing. Assertions (lookarounds, `\b`) are left out: the
+ * grammar holds the rest, they go unchecked. What has no grammar form at all (back-references,
+ * `\p{…}`, `\S` inside a class) is a problem.
+ *
+ * The grammar writes the pattern's characters into a JSON string as they are, so a control
+ * character, `"` or `\` it let through made the answer no JSON: `.`, `\s` and every negated
+ * class leave them out (a narrower language: what the grammar writes still matches).
  */
 export type RewrittenPattern = { pattern: string } | { problem: string };
 
-/** ECMA-262's WhiteSpace and LineTerminator characters, as class members llama.cpp reads. */
-const SPACE = '\\t\\n\\x0B\\x0C\\r \\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF';
+/** What no JSON string holds raw (as class members, in the escapes llama.cpp reads). */
+const NOT_IN_JSON = '"\\\\\\x00-\\x1F';
+/** `.`: any character but a line terminator, nor what no JSON string holds raw. */
+const DOT = `[^${NOT_IN_JSON}\\u2028\\u2029]`;
+/** ECMA-262's white space that a JSON string holds raw (its line ends and tabs need escapes). */
+const SPACE = ' \\xA0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000\\uFEFF';
+/** And all of it, for what a negated class leaves out. */
+const ALL_SPACE = `${SPACE}\\u2028\\u2029`;
 const DIGIT = '0-9';
 const WORD = '0-9A-Za-z_';
-/**
- * The pattern's text goes into a JSON string as it is: a `"` or `\` the grammar let through
- * ended the string early or escaped the next character, and the answer was no JSON. `.` and every
- * negated class leave them out (a narrower language: what the grammar writes still matches).
- */
-const DOT = '[^"\\\\\\n\\r]';
-const NOT_JSON_SPECIAL = '"\\\\';
-/** Escapes llama.cpp reads as they are (its own, and the hex forms). */
+/** Escapes llama.cpp reads as they are. */
 const KEPT = new Set(['t', 'n', 'r', '\\', '"', '[', ']']);
 /** Escaped characters llama.cpp reads as literals outside a class. */
 const LITERAL_OUTSIDE = new Set(['^', '$', '.', '[', ']', '(', ')', '|', '{', '}', '*', '+', '?']);
+const QUANTIFIER = new Set(['*', '+', '?', '{']);
 
 export function rewritePattern(source: string): RewrittenPattern {
-  const top = topLevel(source);
-  if (!top) return { problem: 'its parentheses or brackets do not balance' };
-  const start = source.startsWith('^');
-  const end = top.endAnchor;
-  const body = source.slice(start ? 1 : 0, end ? source.length - 1 : source.length);
-  const rewritten = rewriteBody(body);
-  if ('problem' in rewritten) return rewritten;
-  // Both anchors: the converter reads `^a|b$` as ^(a|b)$, a narrower language than ECMA-262's
-  // (^a)|(b$), so whatever the grammar lets through still matches. Likewise `.*` added around.
-  if (start && end) return { pattern: `^${rewritten.pattern}$` };
-  return { pattern: `^${start ? '' : `${DOT}*`}(?:${rewritten.pattern})${end ? '' : `${DOT}*`}$` };
+  const alternatives = topLevelAlternatives(source);
+  if (!alternatives) return { problem: 'its parentheses or brackets do not balance' };
+  // Each alternative anchors itself (`^\d{5}$|^\d{5}-\d{4}$`): `.*` where its own anchor is missing.
+  const pieces: string[] = [];
+  for (const alt of alternatives) {
+    const start = alt.startsWith('^');
+    const end = endsWithAnchor(alt);
+    const body = rewriteBody(alt.slice(start ? 1 : 0, end ? alt.length - 1 : alt.length));
+    if ('problem' in body) return body;
+    pieces.push(`${start ? '' : `${DOT}*`}${start && end ? body.pattern : `(?:${body.pattern})`}${end ? '' : `${DOT}*`}`);
+  }
+  return { pattern: pieces.length === 1 ? `^${pieces[0]}$` : `^(?:${pieces.join('|')})$` };
 }
 
-/** Whether the pattern's parentheses balance, and whether it ends with an unescaped `$`. */
-function topLevel(src: string): { endAnchor: boolean } | undefined {
+/** The pattern split at its `|` outside groups and classes; undefined when it does not balance. */
+function topLevelAlternatives(src: string): string[] | undefined {
+  const out: string[] = [];
   let depth = 0;
-  let endAnchor = false;
+  let from = 0;
   for (let i = 0; i < src.length; i++) {
     const c = src[i];
-    endAnchor = false;
-    if (c === '\\') {
-      i++;
-    } else if (c === '[') {
+    if (c === '\\') i++;
+    else if (c === '[') {
       i = classEnd(src, i);
       if (i < 0) return undefined;
-    } else if (c === '(') {
-      depth++;
-    } else if (c === ')') {
-      if (--depth < 0) return undefined;
-    } else if (c === '$' && depth === 0 && i === src.length - 1) {
-      endAnchor = true;
+    } else if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return undefined;
+    else if (c === '|' && depth === 0) {
+      out.push(src.slice(from, i));
+      from = i + 1;
     }
   }
-  return depth === 0 ? { endAnchor } : undefined;
+  if (depth !== 0) return undefined;
+  out.push(src.slice(from));
+  return out;
 }
 
-/** The index of the `]` closing the class opened at `at`, or -1. */
+/** Whether the text ends with a `$` that is no escaped one. */
+function endsWithAnchor(alt: string): boolean {
+  if (!alt.endsWith('$')) return false;
+  let slashes = 0;
+  for (let i = alt.length - 2; i >= 0 && alt[i] === '\\'; i--) slashes++;
+  return slashes % 2 === 0;
+}
+
+/** The index of the `]` closing the class opened at `at`, or -1 (ECMA-262: `[]` and `[^]` close at once). */
 function classEnd(src: string, at: number): number {
   let i = at + 1;
   if (src[i] === '^') i++;
-  if (src[i] === ']') i++; // a leading ] is a member in most dialects; ECMA-262 reads [] as empty, rare enough
   for (; i < src.length; i++) {
     if (src[i] === '\\') i++;
     else if (src[i] === ']') return i;
@@ -93,8 +105,15 @@ function groupEnd(src: string, at: number): number {
 
 function rewriteBody(src: string): RewrittenPattern {
   let out = '';
+  // After a quantifier a `?` only makes it lazy, the same language; llama.cpp read `+?` as `(…+)?`.
+  let quantified = false;
   for (let i = 0; i < src.length; i++) {
     const c = src[i];
+    if (c === '?' && quantified) {
+      quantified = false;
+      continue;
+    }
+    quantified = QUANTIFIER.has(c) && c !== '{';
     if (c === '\\') {
       const e = escapeOutside(src, i);
       if ('problem' in e) return e;
@@ -104,8 +123,14 @@ function rewriteBody(src: string): RewrittenPattern {
       const end = classEnd(src, i);
       const cls = rewriteClass(src.slice(i + 1, end));
       if ('problem' in cls) return cls;
-      out += `[${cls.pattern}]`;
+      out += cls.pattern;
       i = end;
+    } else if (c === '{') {
+      const close = src.indexOf('}', i);
+      if (close < 0) return { problem: 'a brace is not closed' };
+      out += src.slice(i, close + 1);
+      i = close;
+      quantified = true;
     } else if (c === '(' && src[i + 1] === '?') {
       if (src[i + 2] === ':') {
         out += '(?:';
@@ -125,7 +150,7 @@ function rewriteBody(src: string): RewrittenPattern {
         return { problem: 'inline flags have no grammar form' };
       }
     } else if (c === '^' || c === '$') {
-      return { problem: 'an anchor inside the pattern has no grammar form' };
+      return { problem: 'an anchor inside a group has no grammar form' };
     } else if (c === '.') {
       out += DOT;
     } else {
@@ -135,6 +160,11 @@ function rewriteBody(src: string): RewrittenPattern {
   return { pattern: out };
 }
 
+/**
+ * An escape outside a class, as llama.cpp reads it. A literal one goes in a group of its own:
+ * llama.cpp joins an escape to the literal text before it, and a quantifier after it then took
+ * the whole run (`ab\/?` was `(ab/)?`).
+ */
 function escapeOutside(src: string, at: number): { text: string; length: number } | { problem: string } {
   const n = src[at + 1];
   if (n === undefined) return { problem: 'it ends with a lone backslash' };
@@ -142,22 +172,22 @@ function escapeOutside(src: string, at: number): { text: string; length: number 
     case 'd':
       return { text: `[${DIGIT}]`, length: 2 };
     case 'D':
-      return { text: `[^${DIGIT}${NOT_JSON_SPECIAL}]`, length: 2 };
+      return { text: `[^${DIGIT}${NOT_IN_JSON}]`, length: 2 };
     case 'w':
       return { text: `[${WORD}]`, length: 2 };
     case 'W':
-      return { text: `[^${WORD}${NOT_JSON_SPECIAL}]`, length: 2 };
+      return { text: `[^${WORD}${NOT_IN_JSON}]`, length: 2 };
     case 's':
       return { text: `[${SPACE}]`, length: 2 };
     case 'S':
-      return { text: `[^${SPACE}${NOT_JSON_SPECIAL}]`, length: 2 };
+      return { text: `[^${ALL_SPACE}${NOT_IN_JSON}]`, length: 2 };
     case 'b':
     case 'B':
       // A word boundary only asserts: left out, as a lookaround is.
       return { text: '', length: 2 };
   }
-  if (LITERAL_OUTSIDE.has(n)) return { text: `\\${n}`, length: 2 };
-  return shared(src, at);
+  const e = LITERAL_OUTSIDE.has(n) ? { text: `\\${n}`, length: 2 } : shared(src, at);
+  return 'problem' in e ? e : { text: `(?:${e.text})`, length: e.length };
 }
 
 /** An escape read the same inside and outside a class. */
@@ -171,34 +201,31 @@ function shared(src: string, at: number): { text: string; length: number } | { p
   if (n === '0' && !/[0-9]/.test(src[at + 2] ?? '')) return { text: '\\x00', length: 2 };
   if (/[0-9]/.test(n) || n === 'k') return { problem: 'a back-reference has no grammar form' };
   if (n === 'p' || n === 'P') return { problem: 'Unicode property classes (\\p{…}) have no grammar form here' };
-  if (n === 'c' || n === 'u' || n === 'x') return { problem: `the escape \\${n} is not one a grammar can read` };
-  // An identity escape of punctuation: the character itself, as a hex escape.
   if (/[A-Za-z]/.test(n)) return { problem: `the escape \\${n} is not one a grammar can read` };
+  // An identity escape of punctuation: the character itself, as a hex escape.
   const code = src.codePointAt(at + 1)!;
   if (code > 0xffff) return { text: String.fromCodePoint(code), length: 3 };
   return { text: code < 0x100 ? `\\x${hex(code, 2)}` : `\\u${hex(code, 4)}`, length: 2 };
 }
 
+/** A class's members (between its brackets), as a class llama.cpp reads. */
 function rewriteClass(body: string): RewrittenPattern {
-  let out = '';
-  let i = 0;
-  if (body[0] === '^') {
-    // First: after a member that ends in `-`, they would make a range.
-    out = `^${NOT_JSON_SPECIAL}`;
-    i = 1;
-  }
-  for (; i < body.length; i++) {
+  if (body === '') return { problem: 'an empty class ([]) matches nothing' };
+  if (body === '^') return { pattern: DOT.replace('\\u2028\\u2029', '') }; // [^]: any character
+  const negated = body[0] === '^';
+  // Left out of a negated class first: after a member that ends in `-` they would make a range.
+  let out = negated ? `^${NOT_IN_JSON}\\u2028\\u2029` : '';
+  for (let i = negated ? 1 : 0; i < body.length; i++) {
     const c = body[i];
     if (c !== '\\') {
-      // A leading ] (kept by classEnd) is a member; so are ^ and [ past the start.
-      out += c === ']' || c === '[' ? `\\${c}` : c === '^' ? '\\x5E' : c;
+      out += c === '[' ? '\\[' : c === '^' ? '\\x5E' : c;
       continue;
     }
     const n = body[i + 1];
     let text: string;
     if (n === 'd') text = DIGIT;
     else if (n === 'w') text = WORD;
-    else if (n === 's') text = SPACE;
+    else if (n === 's') text = negated ? ALL_SPACE : SPACE;
     else if (n === 'D' || n === 'W' || n === 'S') return { problem: `\\${n} inside a character class has no grammar form` };
     else if (n === 'b') text = '\\x08';
     else if (n === '-') text = '\\x2D';
@@ -212,7 +239,7 @@ function rewriteClass(body: string): RewrittenPattern {
     out += text;
     i++;
   }
-  return { pattern: out };
+  return { pattern: `[${out}]` };
 }
 
 function hex(n: number, width: number): string {

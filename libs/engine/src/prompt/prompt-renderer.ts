@@ -71,6 +71,9 @@ function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputC
     throw new InvalidRequestError('a required tool call (tool_choice required or any) needs tools, and the request has none');
   }
   const tools = forcedTools(prompt.tools ?? [], prompt.toolChoice).map(withInlinedRefs);
+  // The grammar enforces the tools' schemas in the form llama.cpp follows (schema-rewrite.ts); the model reads them as sent.
+  const enforced = tools.map(enforcedTool);
+  const grammarTools = JSON.stringify(enforced) === JSON.stringify(tools) ? undefined : enforced;
   const useTools = tools.length > 0 && prompt.toolChoice !== 'none';
   const choice = useTools ? toolChoiceText(prompt.toolChoice) : undefined;
   if (useTools && constraint.kind === 'grammar') {
@@ -88,6 +91,7 @@ function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputC
         messages: wellFormed(messages.map(textOnly)),
         tools: withTools ? wellFormed(tools) : undefined,
         toolChoice: withTools ? choice : undefined,
+        grammarTools: withTools && grammarTools ? wellFormed(grammarTools) : undefined,
         parallelToolCalls: prompt.parallelToolCalls ?? false,
         addGenerationPrompt: !prompt.continueFinal && (prompt.generationPrompt ?? true),
         continueFinalMessage: prompt.continueFinal ?? false,
@@ -135,7 +139,7 @@ function renderText(model: NativeModel, prompt: PromptInput, constraint: OutputC
   // constrained to the tools' schemas when a call is required.
   const described = withToolSystemMessage(history, tools);
   const calls = jsonToolCallParser(tools.map((t) => t.function.name), forced);
-  const callSchema: OutputConstraint = { kind: 'json_schema', schema: toolCallSchema(tools) };
+  const callSchema: OutputConstraint = { kind: 'json_schema', schema: toolCallSchema(enforced) };
   const plain = apply(described, false);
   if (plain.supportsThinking) {
     // A reasoning template: the thoughts come first, the call (or a JSON answer) after them, through
@@ -177,8 +181,7 @@ function toolChoiceText(choice: CoreToolChoice | undefined): string {
 
 /**
  * llama.cpp resolves a tool's "#/$defs/..." against its own wrapper schema: inlined first. A
- * schema no call could satisfy is refused (schemaProblem); the rest goes in the form llama.cpp
- * enforces (schema-rewrite.ts).
+ * schema no call could satisfy is refused (schemaProblem).
  */
 function withInlinedRefs(t: CoreTool): CoreTool {
   const params = t.function.parameters;
@@ -188,7 +191,13 @@ function withInlinedRefs(t: CoreTool): CoreTool {
   // A tool's patterns are often Python's (pydantic, MCP servers): not refused for JavaScript's syntax.
   const problem = schemaProblem(inlined, { ecmaPatterns: false });
   if (problem) throw new InvalidRequestError(`${what}: ${problem}`);
-  return { ...t, function: { ...t.function, parameters: enforceableSchema(inlined, false) as typeof params } };
+  return inlined === params ? t : { ...t, function: { ...t.function, parameters: inlined } };
+}
+
+/** A tool whose parameters are in the form llama.cpp's grammar enforces (schema-rewrite.ts). */
+function enforcedTool(t: CoreTool): CoreTool {
+  const params = t.function.parameters;
+  return params ? { ...t, function: { ...t.function, parameters: enforceableSchema(params, false) as typeof params } } : t;
 }
 
 /**

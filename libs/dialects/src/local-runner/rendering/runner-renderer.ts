@@ -39,6 +39,8 @@ export class RunnerRenderer {
     let answer = '';
     for await (const ev of events) {
       if (out.closed) break;
+      // The first event comes with the first token, text or not.
+      out.open();
       if (ev.type === 'delta') {
         // Kept only for the final `context`: the other streams build no copy of their text.
         if (this.opts.contextOf) answer += ev.text;

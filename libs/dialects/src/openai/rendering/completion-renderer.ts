@@ -31,6 +31,8 @@ export class CompletionRenderer {
     if (this.echo) out.event(this.chunk(this.echo, null));
     for await (const ev of events) {
       if (out.closed) break;
+      // The first event comes with the first token, text or not.
+      out.open();
       if (ev.type === 'delta') {
         if (ev.text) out.event(this.chunk(ev.text, null));
       } else if (ev.type === 'done') {
