@@ -7,7 +7,7 @@ describe('POST /v1/redact (the real server process)', () => {
   let srv: RunningServer;
 
   beforeAll(async () => {
-    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-api-key', 'k']);
+    srv = await startServer(['-m', fixtureModel(STORIES), '-threads', '1', '-concurrency', '2', '-api-key', 'k']);
   });
   afterAll(async () => {
     await srv?.stop();
@@ -27,6 +27,28 @@ describe('POST /v1/redact (the real server process)', () => {
     ]);
     const only = await post({ text, types: ['email'] });
     expect(only.json).toEqual({ text: 'Write to [EMAIL], card 4111-1111-1111-1111, from 10.0.0.7.', findings: [{ type: 'email', start: 9, end: 23 }] });
+  });
+
+  it('finds a card after another number, and a card after an IBAN (both were left in the text)', async () => {
+    const text = 'Row 1 4111 1111 1111 1111 exp 12/27; IBAN DE89 3704 0044 0532 0130 00 4111 1111 1111 1111';
+    const r = await post({ text });
+    expect(r.status).toBe(200);
+    expect(r.json.text).toBe('Row 1 [CREDIT_CARD] exp 12/27; IBAN [IBAN] [CREDIT_CARD]');
+    expect(r.json.findings.map((f: { type: string; start: number; end: number }) => [f.type, text.slice(f.start, f.end)])).toEqual([
+      ['credit_card', '4111 1111 1111 1111'],
+      ['iban', 'DE89 3704 0044 0532 0130 00'],
+      ['credit_card', '4111 1111 1111 1111'],
+    ]);
+  });
+
+  it('answers 200 for a long unbroken token (the address pattern overflowed the stack: a 500)', async () => {
+    const token = 'a'.repeat(5_700_000);
+    const r = await post({ text: token });
+    expect([r.status, r.json?.findings]).toEqual([200, []]);
+    expect(r.json.text).toBe(token);
+    const mail = `${token}@example.com`;
+    const m = await post({ text: `to ${mail}` });
+    expect([m.status, m.json?.text, m.json?.findings]).toEqual([200, 'to [EMAIL]', [{ type: 'email', start: 3, end: 3 + mail.length }]]);
   });
 
   it('refuses bad input in the service error shape, and needs the key like every route', async () => {

@@ -103,6 +103,52 @@ describe('redaction', () => {
     expect(redact(text, ['ssn'])).toEqual({ text: 'bob@example.com [SSN]', findings: [{ type: 'ssn', start: 16, end: 27 }] });
     expect(redact('no personal data here')).toEqual({ text: 'no personal data here', findings: [] });
   });
+  it('finds a card, phone or IBAN right after another number (the scan went on after the whole run, and a span overlapping an earlier finding was dropped)', () => {
+    const cases: Array<[string, string]> = [
+      ['1 4111 1111 1111 1111 exp 12/27', '1 [CREDIT_CARD] exp 12/27'],
+      ['row 3 4111111111111111', 'row 3 [CREDIT_CARD]'],
+      ['order 2026 4111 1111 1111 1111', 'order 2026 [CREDIT_CARD]'],
+      ['x 7 555 123 4567', 'x 7 [PHONE]'],
+      ['qty 3 555-123-4567', 'qty 3 [PHONE]'],
+      // "555 123 4567 4111" passed Luhn: a phone was tagged as a card and 12 card digits leaked.
+      ['555 123 4567 4111 1111 1111 1111', '[PHONE] [CREDIT_CARD]'],
+      ['DE89 3704 0044 0532 0130 00 4111 1111 1111 1111', '[IBAN] [CREDIT_CARD]'],
+      ['ref 12 DE89 3704 0044 0532 0130 00', 'ref 12 [IBAN]'],
+    ];
+    for (const [text, want] of cases) expect([text, redact(text).text]).toEqual([text, want]);
+    expect(typesIn('555 123 4567 4111 1111 1111 1111')).toEqual([
+      ['phone', '555 123 4567'],
+      ['credit_card', '4111 1111 1111 1111'],
+    ]);
+    // Runs that are one number hold none: all groups of one length, thousands, a bare long number.
+    for (const text of ['ids 4111 1111 1111 1112', 'sum 1 234 567 890', 'Lotto 07 12 23 34 41 45', 'hash 4111111111111111111111']) {
+      expect([text, redact(text).findings]).toEqual([text, []]);
+    }
+  });
+
+  it('finds international phones with a long block, and trunk numbers with groups of up to 8, whole and as phones', () => {
+    for (const p of ['+44 7700900123', '+91 9876543210', '+86 13800138000', '+1 5551234567', '+49 30 12345678', '030 12345678', '0151 12345678', '+4915112345678', '+49 15112345678']) {
+      expect([p, typesIn(`Call ${p} today`)]).toEqual([p, [['phone', p]]]);
+    }
+  });
+
+  it('takes Han or kana letters a dot joins to an address, and keeps text glued on without one', () => {
+    expect(redact('mail 张伟.li@example.com now').text).toBe('mail [EMAIL] now');
+    expect(redact('たなか.taro@example.jp').text).toBe('[EMAIL]');
+    expect(redact('key=张伟.li@example.com').text).toBe('key=[EMAIL]');
+    // README: in these scripts text written against the address is not taken with it.
+    expect(redact('用户bob@example.com').text).toBe('用户[EMAIL]');
+    expect(redact('mail bob@example.com! now').text).toBe('mail [EMAIL]! now');
+  });
+
+  it('takes IPv6 only in its real forms, and with an IPv4 tail whole', () => {
+    for (const text of ['timecode 01:02:03:04', 'ratio 1:2:3:4', 'mac 00:1A:2B:3C:4D:5E', 'nine 1:2:3:4:5:6:7:8:9', 'two 1::2::3']) {
+      expect([text, redact(text).findings]).toEqual([text, []]);
+    }
+    for (const ip of ['64:ff9b::192.0.2.1', '2001:db8:0:0:0:0:192.0.2.1', '::ffff:0:192.0.2.1', '2001:0db8:85a3:0000:0000:8a2e:0370:7334', '1::', '::192.0.2.1']) {
+      expect([ip, typesIn(`host ${ip} up`)]).toEqual([ip, [['ip_address', ip]]]);
+    }
+  });
 });
 
 describe('redaction on large texts', () => {
@@ -112,5 +158,16 @@ describe('redaction on large texts', () => {
       redact(text);
       expect(performance.now() - t).toBeLessThan(1000);
     }
+  });
+
+  it('answers for a long unbroken token (the address pattern overflowed V8\'s stack at 5.6M characters)', () => {
+    const token = Buffer.alloc(4_500_000, 7).toString('base64url'); // 6M characters
+    for (const text of ['a'.repeat(6_000_000), token, "a'".repeat(3_000_000)]) {
+      const t = performance.now();
+      expect(redact(text).findings).toEqual([]);
+      expect(performance.now() - t).toBeLessThan(3000);
+    }
+    const long = `${'a'.repeat(6_000_000)}@${'b.'.repeat(1_000_000)}io`;
+    expect(redact(`to ${long} now`).findings).toEqual([{ type: 'email', start: 3, end: 3 + long.length }]);
   });
 });

@@ -37,6 +37,26 @@ export function phoneShaped(m: string): boolean {
  * "555-123-4567 24" gives the phone, while "4111 1111 1111 1112" (no card) gives no phone either.
  */
 export function phoneCut(m: string, at: number): boolean {
-  const lead = /^(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?/.exec(m)![0].length;
-  return at > lead && !m.slice(lead, at).includes(m[at]);
+  const lead = m[0] === '+' || m[0] === '(' ? /^(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?/.exec(m)![0].length : 0;
+  return at > lead && m.indexOf(m[at], lead) === at;
+}
+
+/**
+ * Whether a phone may start inside `run`, digit groups that are no phone as a whole
+ * ("x 7 555 123 4567" holds one). Not where the run is one number: groups all of one length
+ * ("4111 1111 1111 1112", a row of lottery numbers) or in thousands (1 234 567 890).
+ */
+export function phoneLater(run: string): boolean {
+  if (run !== last.run) last = { run, may: mayStartLater(run) };
+  return last.may;
+}
+
+// phoneLater is asked once for each group of a run: the answer for the last run is kept.
+let last = { run: '', may: false };
+
+function mayStartLater(run: string): boolean {
+  const groups = run.split(/\D+/).filter((g) => g.length > 0);
+  if (groups.every((g) => g.length === groups[0].length)) return false;
+  const [first, ...rest] = groups;
+  return !(first.length <= 3 && rest.every((g) => g.length === 3));
 }
