@@ -64,6 +64,26 @@ describe('errors in the spec shape', () => {
     expect(t.json.error.message).toMatch(/^cannot parse request: temperature/);
   });
 
+  it('a JSON body sent as application/octet-stream is read as JSON, as every other type is (it was a 400 naming nothing)', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+    for (const path of ['/v1/chat/completions', '/api/chat']) {
+      const r = await fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: path === '/api/chat' ? body.replace('{', '{"stream":false,') : body });
+      expect([path, r.status]).toEqual([path, 200]);
+    }
+    const bad = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: '{"messages": [' });
+    expect([bad.status, ((await bad.json()) as any).error.message]).toEqual([400, expect.stringMatching(/^malformed JSON: /)]);
+  });
+
+  it('wrong field types: "cannot parse request" on /v1/responses text.format and /api/copy too', async () => {
+    for (const format of ['json_object', 5]) {
+      const r = await postJson(`${srv.url}/v1/responses`, { input: 'x', max_output_tokens: 2, text: { format } });
+      // It was a 200 with no format applied, echoing the format as if it were.
+      expect([r.status, r.json.error.message]).toEqual([400, expect.stringMatching(/^cannot parse request: text\.format must be an object/)]);
+    }
+    const copy = await postJson(`${srv.url}/api/copy`, { source: 5, destination: 'x' });
+    expect([copy.status, copy.json.error]).toEqual([400, 'cannot parse request: source must be a string']);
+  });
+
   it('ignores unknown fields', async () => {
     const r = await chat({ messages: [{ role: 'user', content: 'Once' }], max_tokens: 2, tempreature: 5, user: 'u', stream_options: { include_usage: true } });
     expect(r.status).toBe(200);

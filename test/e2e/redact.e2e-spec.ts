@@ -54,8 +54,8 @@ describe('POST /v1/redact (the real server process)', () => {
   it('refuses bad input in the service error shape, and needs the key like every route', async () => {
     const cases: Array<[unknown, string]> = [
       [{}, 'text is required'],
-      [{ text: 5 }, 'text must be a string'],
-      [{ text: 'x', types: 'email' }, 'types must be an array of strings'],
+      [{ text: 5 }, 'cannot parse request: text must be a string'],
+      [{ text: 'x', types: 'email' }, 'cannot parse request: types must be an array of strings'],
       [{ text: 'x', types: ['email', 'passport'] }, 'unknown redaction type "passport"; known: email, iban, credit_card, ssn, ip_address, phone'],
     ];
     for (const [body, message] of cases) {

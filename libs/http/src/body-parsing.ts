@@ -70,13 +70,10 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
     done(null, payload);
   });
 
-  // Both parsers count the body as it arrives: a chunked upload (no Content-Length) meets the same limit.
-  fastify.addContentTypeParser('application/octet-stream', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => done(null, body), done),
-  );
   // JSON whatever the declared type, as Ollama and llama-server read bodies: `curl -d '{...}'` sends
   // application/x-www-form-urlencoded, and Ollama's own examples rely on that working. The binary
   // routes (their own limits) take any type but JSON as bytes: `curl --data-binary @file` too.
+  // Every parser counts the body as it arrives: a chunked upload (no Content-Length) meets the same limit.
   fastify.removeContentTypeParser(['application/json', 'text/plain']);
   const binary = (req: FastifyRequest) => routeLimits.some((r) => r.pattern.test(req.url.split('?')[0]));
   // A route that does not exist answers 404 whatever its body: a malformed one gave a 400 first.
@@ -84,9 +81,13 @@ export function installBodyParsing(fastify: FastifyInstance, limit: number, rout
   fastify.addContentTypeParser('application/json', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
     collectBody(req, payload, limit, (body) => (unrouted(req) ? done(null, undefined) : parseJson(req, body, limit, done)), done),
   );
-  fastify.addContentTypeParser('*', { bodyLimit: BINARY_MAX }, (req, payload, done) =>
-    collectBody(req, payload, limit, (body) => (binary(req) || unrouted(req) ? done(null, body) : parseJson(req, body, limit, done)), done),
-  );
+  // application/octet-stream as any other type: a JSON route reads it as JSON (it reached the
+  // route as bytes, a 400 "object is expected (got no value)" naming nothing).
+  for (const type of ['application/octet-stream', '*']) {
+    fastify.addContentTypeParser(type, { bodyLimit: BINARY_MAX }, (req, payload, done) =>
+      collectBody(req, payload, limit, (body) => (binary(req) || unrouted(req) ? done(null, body) : parseJson(req, body, limit, done)), done),
+    );
+  }
 }
 
 /** A JSON body: at most `limit` bytes whatever the route took (a binary route's limit can pass a string's). */

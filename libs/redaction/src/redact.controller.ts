@@ -10,14 +10,14 @@ export class RedactController {
   @Post('redact')
   @HttpCode(200)
   redact(@Body() dto: RedactRequestDto): Redacted {
-    if (typeof dto.text !== 'string') throw new InvalidRequestError(dto.text === undefined || dto.text === null ? 'text is required' : 'text must be a string');
+    if (typeof dto.text !== 'string') throw new InvalidRequestError(dto.text === undefined || dto.text === null ? 'text is required' : 'cannot parse request: text must be a string');
     return redact(dto.text, typesOf(dto.types));
   }
 }
 
 function typesOf(v: unknown): string[] | undefined {
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) throw new InvalidRequestError('types must be an array of strings');
+  if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) throw new InvalidRequestError('cannot parse request: types must be an array of strings');
   for (const t of v) {
     if (!DETECTOR_TYPES.includes(t.toLowerCase())) throw new InvalidRequestError(`unknown redaction type ${JSON.stringify(t)}; known: ${DETECTOR_TYPES.join(', ')}`);
   }

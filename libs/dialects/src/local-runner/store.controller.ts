@@ -93,7 +93,8 @@ export class StoreController implements BeforeApplicationShutdown {
     this.guard(req);
     const body = jsonObject(raw);
     if (typeof body.source !== 'string' || typeof body.destination !== 'string') {
-      throw new InvalidRequestError('copy needs source and destination');
+      const wrong = ['source', 'destination'].find((k) => body[k] !== undefined && body[k] !== null && typeof body[k] !== 'string');
+      throw new InvalidRequestError(wrong ? `cannot parse request: ${wrong} must be a string` : 'copy needs source and destination');
     }
     await this.admin.copy(body.source, body.destination);
     // A copy onto a loaded name leaves its old weights named by nothing.

@@ -83,7 +83,10 @@ function toolChoice(tc: ResponsesRequestDto['tool_choice'], tools: CoreTool[] | 
 
 /** text.format, read as chat's response_format is. */
 export function textFormat(f: ResponsesTextFormat | undefined): OutputConstraint {
-  if (!f || f.type === undefined || f.type === 'text') return { kind: 'none' };
+  if (f === undefined || f === null) return { kind: 'none' };
+  // A string or number ("json_object") was read as no format, and the answer echoed it as applied.
+  if (typeof f !== 'object' || Array.isArray(f)) throw new InvalidRequestError('cannot parse request: text.format must be an object ({"type": "text" | "json_object" | "json_schema", …})');
+  if (f.type === undefined || f.type === 'text') return { kind: 'none' };
   if (f.type === 'json_object') return { kind: 'json' };
   if (f.type === 'json_schema') {
     if (!f.schema || typeof f.schema !== 'object' || Array.isArray(f.schema)) throw new InvalidRequestError('text.format.schema must be a JSON Schema object');
