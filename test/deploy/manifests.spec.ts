@@ -272,6 +272,9 @@ describe('deploy/k8s variants', () => {
       expect(['tls.crt', 'tls.key']).toContain(basename(file));
     }
     expect(find(podTls, 'Ingress', 'svc').metadata.annotations['nginx.ingress.kubernetes.io/backend-protocol']).toBe('HTTPS');
+    // An annotation-based scrape of an HTTPS-only pod needs the scheme (it tried plain HTTP), the base's other annotations kept.
+    expect(workload(podTls).spec.template.metadata.annotations).toMatchObject({ 'prometheus.io/scheme': 'https', 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics' });
+    expect(workload(base).spec.template.metadata.annotations['prometheus.io/scheme']).toBeUndefined();
   });
 
   it('optional HPA scales the StatefulSet, and the Istio rule hashes the same header', () => {

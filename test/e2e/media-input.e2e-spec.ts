@@ -1,6 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { createServer, Server } from 'node:http';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fixtureModel, syntheticModel } from './helpers/fixtures';
 import { dataUrl, png } from './helpers/images';
 import { pdf, video } from './helpers/media';
@@ -167,6 +170,35 @@ describe('video and PDF parts, and thinning (vision model)', () => {
     }
     const ok = await chat(ask([image(dataUrl(red))]));
     expect(ok.status).toBe(200);
+  });
+});
+
+describe('temporary files for video (TMPDIR)', () => {
+  let srv: RunningServer | undefined;
+  afterEach(async () => {
+    await srv?.stop();
+    srv = undefined;
+  });
+  const ask = (part: unknown) => ({ messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, part] }], max_tokens: 2 });
+  const clip = { type: 'video_url', video_url: { url: `data:video/mp4;base64,${video(2).toString('base64')}` } };
+  const doc = { type: 'file', file: { filename: 'a.pdf', file_data: `data:application/pdf;base64,${pdf(['Hello']).toString('base64')}` } };
+
+  it('a TMPDIR that does not exist yet is made at boot (deploy/k8s sets /data/tmp on a fresh volume)', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'svc-tmp-')), 'fresh', 'tmp');
+    srv = await startServer(['-m', syntheticModel('vision-tiny'), '-mmproj', MMPROJ, '-threads', '1', '-concurrency', '2'], { env: { TMPDIR: dir } });
+    const r = await postJson(`${srv.url}/v1/chat/completions`, ask(clip));
+    expect([r.status, r.json.error]).toEqual([200, undefined]);
+  });
+
+  it('a video whose temporary file cannot be made fails alone: later videos and PDFs are still served (they waited forever)', async () => {
+    // A TMPDIR under a file: nothing can be made there.
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-tmp-')), 'not-a-dir');
+    writeFileSync(file, 'x');
+    srv = await startServer(['-m', syntheticModel('vision-tiny'), '-mmproj', MMPROJ, '-threads', '1', '-concurrency', '2'], { env: { TMPDIR: join(file, 'tmp') } });
+    // More failures than media turns (at most 4): each used to keep its turn.
+    for (let i = 0; i < 5; i++) expect((await postJson(`${srv.url}/v1/chat/completions`, ask(clip))).status).toBe(500);
+    const r = await Promise.race([postJson(`${srv.url}/v1/chat/completions`, ask(doc)), new Promise<never>((_, no) => setTimeout(() => no(new Error('the PDF request hung')), 20_000))]);
+    expect([r.status, r.json.error]).toEqual([200, undefined]);
   });
 });
 

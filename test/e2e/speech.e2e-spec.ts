@@ -204,6 +204,23 @@ describe('speech-to-text (-whisper, the real server process)', () => {
     expect(health.transcription).toBe(model.split('/').pop()!.replace(/\.bin$/, ''));
   });
 
+  it('a client that leaves while queued gives its place back at once (16 departed ones made the next live one a 429)', async () => {
+    const long = fetch(`${srv.url}/v1/audio/transcriptions?language=en`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: wav(600, { seed: 3 }) });
+    await new Promise((r) => setTimeout(r, 300));
+    const short = wav(1);
+    const gone = Array.from({ length: 16 }, () => {
+      const ac = new AbortController();
+      const req = fetch(`${srv.url}/v1/audio/transcriptions?language=en`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: short, signal: ac.signal }).catch(() => undefined);
+      setTimeout(() => ac.abort(), 300);
+      return req;
+    });
+    await Promise.all(gone);
+    await new Promise((r) => setTimeout(r, 200));
+    const live = await fetch(`${srv.url}/v1/audio/transcriptions?language=en`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: short });
+    expect(live.status).toBe(200);
+    expect((await long).status).toBe(200);
+  });
+
   it('refuses what it cannot hear, in the service error shape', async () => {
     const post = (form: FormData) => fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: form });
     const form = (fields: Record<string, string>, file?: Buffer) => {
@@ -250,6 +267,9 @@ describe('speech-to-text flags and the addon', () => {
     const r = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: f });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { message: string } }).error.message).toBe('speech-to-text is off: start the server with -whisper');
+    // The route's 128 MiB upload limit is for a server that hears: this one keeps the 32 MiB of any body.
+    const big = await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: Buffer.alloc(33 << 20) });
+    expect(big.status).toBe(413);
     expect(((await (await fetch(`${srv.url}/healthz`)).json()) as Record<string, unknown>).transcription).toBeUndefined();
 
     const none = spawnSync(process.execPath, [join(ROOT, 'bin', 'svc.js'), '-m', fixtureModel(STORIES), '-whisper', '-whisper-model', '/nonexistent/ggml-base.bin'], { encoding: 'utf8', timeout: 30_000 });

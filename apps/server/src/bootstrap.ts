@@ -68,8 +68,9 @@ export async function bootstrap(config: ServerConfig, backend?: InferenceBackend
         }
       },
     },
-    // Audio uploads (multipart or a WAV body) are read whole, as bytes, by the audio routes.
-    { pattern: /^\/v1\/audio\/(transcriptions|translations)$/, limit: () => AUDIO_BODY_LIMIT },
+    // Audio uploads (multipart or a WAV body) are read whole, as bytes, by the audio routes; without
+    // -whisper they are refused anyway, and took 128 MiB first.
+    { pattern: /^\/v1\/audio\/(transcriptions|translations)$/, limit: () => (config.features.whisper ? AUDIO_BODY_LIMIT : BODY_LIMIT) },
   ]);
   const lexicon = app.get<Lexicon | null>(LEXICON);
   if (lexicon) log.log(`lexicon: ${lexicon.words.length} words from ${config.features.lexicon}${lexicon.skipped ? ` (${lexicon.skipped} lines that are not one word skipped)` : ''}`);

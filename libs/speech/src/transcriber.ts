@@ -73,12 +73,22 @@ export class Transcriber implements OnApplicationShutdown {
     const model = await this.load();
     if (opts.translate && !model.info.multilingual) throw new InvalidRequestError(`${this.modelName} is an English-only model: it cannot translate`);
     this.waiting++;
+    let counted = true;
+    const leave = (): void => {
+      if (!counted) return;
+      counted = false;
+      this.waiting--;
+    };
+    // A client that leaves gives its place back at once: one still queued held it until its turn
+    // came (and was passed), and live clients got 429 behind 16 departed ones.
+    signal?.addEventListener('abort', leave, { once: true });
     const turn = this.tail.then(() => this.run(model, audio, opts, signal));
     this.tail = turn.catch(() => undefined);
     try {
       return await turn;
     } finally {
-      this.waiting--;
+      signal?.removeEventListener('abort', leave);
+      leave();
     }
   }
 

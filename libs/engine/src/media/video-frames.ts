@@ -47,7 +47,14 @@ export async function videoFrames(bytes: Buffer, what: string, signal?: AbortSig
   // One turn for the whole video: a video waiting for its turn holds no temporary file.
   const release = await mediaTurn(what, signal);
   // A file, not a pipe: mp4s often keep their index at the end, which a pipe cannot seek to.
-  const dir = await mkdtemp(join(tmpdir(), 'svc-video-'));
+  let dir: string;
+  try {
+    dir = await mkdtemp(join(tmpdir(), 'svc-video-'));
+  } catch (err) {
+    // The turn goes back: kept, every later video and PDF waited for it forever.
+    release();
+    throw err;
+  }
   try {
     const file = join(dir, 'video');
     await writeFile(file, bytes);

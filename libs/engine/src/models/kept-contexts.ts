@@ -83,6 +83,9 @@ export function removeDeadSpills(base = tmpdir()): void {
   const own = spillRoot(process.pid, base);
   let names: string[];
   try {
+    // $TMPDIR itself may not exist yet (a fresh volume, deploy/k8s's /data/tmp): made here, as
+    // the spill folder and the media tools' temporary files need it.
+    mkdirSync(base, { recursive: true });
     names = readdirSync(base);
     rmSync(own, { recursive: true, force: true });
     mkdirSync(own, { recursive: true });
