@@ -87,9 +87,6 @@ export class EngineService implements OnApplicationShutdown {
     const constraint = rendered.constraint ?? requested;
     const inverted = constraint.kind === 'grammar' ? invertedRepetition(constraint.gbnf) : undefined;
     if (inverted) throw new InvalidRequestError(`invalid grammar: ${inverted}`);
-    // Patterns are held to JavaScript's syntax in the request's own format, not in the schema the tools make.
-    const unsatisfiable = constraint.kind === 'json_schema' ? schemaProblem(constraint.schema, { ecmaPatterns: constraint === requested }) : undefined;
-    if (unsatisfiable) throw new InvalidRequestError(`invalid JSON schema: ${unsatisfiable}`);
     let sampler;
     try {
       sampler = lm.scheduler.sampler({
@@ -222,7 +219,8 @@ function answerTurnStart(lm: LoadedModel, p: PromptInput, rendered: RenderedProm
 
 /**
  * A caller's JSON schema in the form llama.cpp's converter enforces (schema-rewrite.ts), checked
- * first as written: a pattern JavaScript cannot read is named as the caller wrote it.
+ * first as written: a pattern JavaScript cannot read is named as the caller wrote it. (The tools'
+ * schemas, and the call schema made of them, are checked where the prompt renders them.)
  */
 function enforceable(c: OutputConstraint): OutputConstraint {
   if (c.kind !== 'json_schema') return c;

@@ -76,6 +76,6 @@ function keywordProblem(s: Record<string, unknown>, where: string): string | und
   return undefined;
 }
 
-function join(at: string, key: string): string {
+export function join(at: string, key: string): string {
   return at ? `${at}.${key}` : key;
 }

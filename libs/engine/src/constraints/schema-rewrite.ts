@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../core/errors';
 import { rewritePattern } from './pattern-rewrite';
-import { LIST, MAP, MAX_DEPTH, ONE } from './schema-check';
+import { join, LIST, MAP, MAX_DEPTH, ONE } from './schema-check';
 
 /**
  * A JSON schema as llama.cpp's converter can enforce it, the same values allowed: patterns in
@@ -39,8 +39,4 @@ function rewrite(node: unknown, at: string, depth: number, refuse: boolean): unk
   }
   for (const k of LIST) if (Array.isArray(s[k])) s[k] = (s[k] as unknown[]).map((sub, i) => rewrite(sub, join(at, `${k}[${i}]`), depth + 1, refuse));
   return s;
-}
-
-function join(at: string, key: string): string {
-  return at ? `${at}.${key}` : key;
 }

@@ -80,6 +80,7 @@ export function wireToolCall(c: ToolCallEvent): WireToolCall {
   return { id: c.id || newId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } };
 }
 
-function wireLogprob(l: TokenLogprob): WireChatLogprob {
+/** A token's log-probability in the OpenAI shape (chat's logprobs.content, Responses' output_text.logprobs). */
+export function wireLogprob(l: TokenLogprob): WireChatLogprob {
   return { token: l.token, logprob: l.logprob, bytes: l.bytes, top_logprobs: l.top };
 }

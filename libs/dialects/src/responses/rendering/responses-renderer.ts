@@ -1,3 +1,5 @@
+import { wireLogprob } from '../../openai/rendering/chat-renderer';
+import { WireChatLogprob as WireLogprob } from '../../openai/protocol/wire-types';
 import { GenerationEvent, TokenLogprob, ToolCallEvent, Usage } from '../../../../engine/src/core/generation-events';
 import { StreamWriter } from '../../../../http/src/sse';
 import { collect, DoneEvent, newId, Segment } from '../../shared/collect';
@@ -154,11 +156,8 @@ function textPart(text: string, logprobs: WireLogprob[] = []): WireOutputText {
   return { type: 'output_text', text, annotations: [], logprobs };
 }
 
-/** A token's log-probability as the Responses API writes it (the chat dialect's shape). */
-type WireLogprob = { token: string; logprob: number; bytes: number[]; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }> };
-
 function wireLogprobs(lps: TokenLogprob[] | undefined): WireLogprob[] {
-  return (lps ?? []).map((l) => ({ token: l.token, logprob: l.logprob, bytes: l.bytes, top_logprobs: l.top }));
+  return (lps ?? []).map(wireLogprob);
 }
 
 function functionCall(c: ToolCallEvent): WireFunctionCallItem {
